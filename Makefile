@@ -1,0 +1,124 @@
+# One non-recursive Makefile: everything builds into build/.
+#   make            all binaries (servers, loadgen, tests)
+#   make test       install missing deps, build, run every test (tests/run.sh)
+#   make check-tsan actor runtime tests under ThreadSanitizer (build-tsan/)
+#   SANITIZER=address|undefined|thread   build with that sanitizer (into build-$(SANITIZER)/)
+#   WERROR=1        warnings are errors (CI)
+
+CC      ?= cc
+PKGS    := libuv ck sqlite3 jansson
+LLHTTP_SRC := /usr/share/llhttp
+LLHTTP_INC := /usr/share/include/llhttp
+
+ifdef SANITIZER
+BUILD ?= build-$(SANITIZER)
+else
+BUILD ?= build
+endif
+
+WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wformat=2 -Wvla -Wno-unused-parameter
+OPT     ?= -O2 -g
+CFLAGS  := -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) -pthread -I. -Icommon -I$(LLHTTP_INC) \
+           -DLLHTTP_STRICT_MODE=1 $(EXTRA_CFLAGS)
+ifeq ($(WERROR),1)
+CFLAGS  += -Werror
+endif
+ifdef SANITIZER
+CFLAGS  += -fsanitize=$(SANITIZER) -fno-omit-frame-pointer
+ifeq ($(SANITIZER),address)
+CFLAGS  += -fsanitize=undefined -fno-sanitize-recover=undefined
+endif
+LDFLAGS += -fsanitize=$(SANITIZER)
+ifeq ($(SANITIZER),address)
+LDFLAGS += -fsanitize=undefined
+endif
+endif
+DEPFLAGS = -MMD -MP
+
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+CFLAGS  += $(PKG_CFLAGS)
+LDLIBS  := $(PKG_LIBS) -lm -pthread
+TEST_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null)
+
+# llhttp: Debian's generated sources, strict mode, warnings of our own off (not our code).
+LLHTTP_OBJ := $(BUILD)/llhttp/llhttp.o $(BUILD)/llhttp/api.o $(BUILD)/llhttp/http.o
+$(BUILD)/llhttp/%.o: $(LLHTTP_SRC)/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 $(OPT) -DLLHTTP_STRICT_MODE=1 -I$(LLHTTP_INC) $(if $(SANITIZER),-fsanitize=$(SANITIZER)) -w -c $< -o $@
+
+COMMON_SRC := $(sort $(wildcard common/*.c))
+COMMON_OBJ := $(COMMON_SRC:%.c=$(BUILD)/%.o)
+LIBCOMMON  := $(BUILD)/libcommon.a
+
+ASYNC_OBJ  := $(patsubst %.c,$(BUILD)/%.o,$(sort $(wildcard async-server/*.c)))
+ACTOR_OBJ  := $(patsubst %.c,$(BUILD)/%.o,$(sort $(wildcard actor-server/*.c)))
+LOADGEN_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(sort $(wildcard loadgen/*.c)))
+ACTOR_LIB_OBJ := $(filter-out $(BUILD)/actor-server/main.o,$(ACTOR_OBJ))
+LOADGEN_LIB_OBJ := $(filter-out $(BUILD)/loadgen/main.o,$(LOADGEN_OBJ))
+
+BINS := $(BUILD)/async-server
+ifneq ($(ACTOR_OBJ),)
+BINS += $(BUILD)/actor-server
+endif
+ifneq ($(LOADGEN_OBJ),)
+BINS += $(BUILD)/loadgen
+endif
+
+# tests/test_X.c -> $(BUILD)/tests/test_X (cmocka); test_actor_* link the actor runtime,
+# test_loadgen_* the load generator's modules. tests/helpers/*.c are small test servers.
+TEST_SRC   := $(sort $(wildcard tests/test_*.c))
+TEST_BINS  := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+HELPER_SRC := $(sort $(wildcard tests/helpers/*.c))
+HELPER_BINS := $(HELPER_SRC:tests/helpers/%.c=$(BUILD)/tests/helpers/%)
+
+.PHONY: all deps test check-tsan check-asan clean bench-micro fuzz
+all: deps $(BINS) $(TEST_BINS) $(HELPER_BINS)
+
+deps:
+	@scripts/deps.sh
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
+
+$(LIBCOMMON): $(COMMON_OBJ) $(LLHTTP_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/async-server: $(ASYNC_OBJ) $(LIBCOMMON)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+$(BUILD)/actor-server: $(ACTOR_OBJ) $(LIBCOMMON)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+$(BUILD)/loadgen: $(LOADGEN_OBJ) $(LIBCOMMON)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+$(BUILD)/tests/test_actor_%: $(BUILD)/tests/test_actor_%.o $(ACTOR_LIB_OBJ) $(LIBCOMMON)
+	$(CC) $(LDFLAGS) $^ $(TEST_LIBS) $(LDLIBS) -o $@
+
+$(BUILD)/tests/test_loadgen_%: $(BUILD)/tests/test_loadgen_%.o $(LOADGEN_LIB_OBJ) $(LIBCOMMON)
+	$(CC) $(LDFLAGS) $^ $(TEST_LIBS) $(LDLIBS) -o $@
+
+$(BUILD)/tests/test_%: $(BUILD)/tests/test_%.o $(LIBCOMMON)
+	$(CC) $(LDFLAGS) $^ $(TEST_LIBS) $(LDLIBS) -o $@
+
+$(BUILD)/tests/helpers/%: $(BUILD)/tests/helpers/%.o $(LIBCOMMON)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+test: all
+	@tests/run.sh
+
+check-tsan:
+	@$(MAKE) --no-print-directory SANITIZER=thread all
+	@BUILD=build-thread TEST_FILTER=actor tests/run.sh --unit-only
+
+check-asan:
+	@$(MAKE) --no-print-directory SANITIZER=address all
+	@BUILD=build-address tests/run.sh
+
+clean:
+	rm -rf build build-address build-undefined build-thread
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# run.sh: runs every test: the cmocka unit binaries in $BUILD/tests/test_* and the
+# integration scripts tests/it_*.{sh,py}, each in its own process with a timeout.
+# Every test program speaks TAP ("ok N - name" / "not ok N - name"); this script counts
+# those lines across all programs and ends with "N passed, N failed".
+# A program that exits non-zero or times out without a "not ok" line counts one failure.
+set -euo pipefail
+
+BUILD="${BUILD:-build}"
+TEST_TIMEOUT="${TEST_TIMEOUT:-300}"     # seconds per test program
+TEST_FILTER="${TEST_FILTER:-}"          # substring a program's name must contain
+LOG_DIR="${LOG_DIR:-$BUILD/test-logs}"
+
+usage() {
+    cat <<USAGE
+usage: tests/run.sh [--unit-only] [--it-only] [--help]
+Runs unit tests ($BUILD/tests/test_*) and integration tests (tests/it_*).
+Environment: BUILD ($BUILD), TEST_TIMEOUT ($TEST_TIMEOUT s), TEST_FILTER, LOG_DIR.
+USAGE
+}
+
+unit=1 it=1
+for arg in "$@"; do
+    case "$arg" in
+        --unit-only) it=0 ;;
+        --it-only) unit=0 ;;
+        -h|--help) usage; exit 0 ;;
+        *) echo "run.sh: unknown option '$arg'" >&2; usage >&2; exit 2 ;;
+    esac
+done
+
+cd "$(dirname "$0")/.."
+mkdir -p "$LOG_DIR"
+export BUILD CMOCKA_MESSAGE_OUTPUT=TAP
+
+progs=()
+if [[ $unit -eq 1 ]]; then
+    for p in "$BUILD"/tests/test_*; do
+        [[ -x "$p" && "$p" != *.o && "$p" != *.d ]] && progs+=("$p")
+    done
+fi
+if [[ $it -eq 1 ]]; then
+    for p in tests/it_*.sh tests/it_*.py; do
+        [[ -f "$p" ]] && progs+=("$p")
+    done
+fi
+
+passed=0 failed=0 failed_progs=()
+for p in "${progs[@]}"; do
+    name=$(basename "$p")
+    if [[ -n "$TEST_FILTER" && "$name" != *"$TEST_FILTER"* ]]; then
+        continue
+    fi
+    log="$LOG_DIR/$name.log"
+    start=$(date +%s)
+    rc=0
+    timeout --kill-after=10 "$TEST_TIMEOUT" "$p" >"$log" 2>&1 || rc=$?
+    secs=$(( $(date +%s) - start ))
+    ok=$(grep -cE '^ok ' "$log" || true)
+    nok=$(grep -cE '^not ok ' "$log" || true)
+    if [[ $rc -ne 0 && $nok -eq 0 ]]; then
+        nok=1
+        if [[ $rc -eq 124 || $rc -eq 137 ]]; then
+            echo "not ok - $name timed out after ${TEST_TIMEOUT}s" >>"$log"
+        else
+            echo "not ok - $name exited $rc" >>"$log"
+        fi
+    fi
+    passed=$((passed + ok))
+    failed=$((failed + nok))
+    if [[ $nok -gt 0 ]]; then
+        failed_progs+=("$name")
+        printf '%-34s %4d passed %3d FAILED  (%ds)  log: %s\n' "$name" "$ok" "$nok" "$secs" "$log" >&2
+        grep -E '^not ok ' "$log" | head -20 | sed 's/^/    /' >&2
+    else
+        printf '%-34s %4d passed            (%ds)\n' "$name" "$ok" "$secs" >&2
+    fi
+done
+
+if [[ ${#failed_progs[@]} -gt 0 ]]; then
+    echo "failed programs: ${failed_progs[*]}" >&2
+fi
+echo "$passed passed, $failed failed"
+[[ $failed -eq 0 ]]
