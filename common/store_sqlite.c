@@ -1,0 +1,283 @@
+/* store_sqlite: the users store on one SQLite connection (WAL, synchronous=NORMAL,
+ * busy_timeout), table users(id INTEGER PRIMARY KEY, name, email). Every statement is
+ * prepared once at open and reset after each use; writes run in BEGIN IMMEDIATE ..
+ * COMMIT, a batch in one transaction. Not thread-safe: one caller at a time.
+ * Invariant: outside a call no transaction is open and base.count == COUNT(*). */
+#include <errno.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store_impl.h"
+#include "util.h"
+
+#define BUSY_TIMEOUT_MS 5000
+
+struct sqlite_store {
+    struct store base;
+    sqlite3 *db;
+    sqlite3_stmt *get;    /* SELECT name, email WHERE id = ?1 */
+    sqlite3_stmt *list;   /* SELECT id, name, email WHERE id > ?1 ORDER BY id LIMIT ?2 */
+    sqlite3_stmt *insert; /* INSERT (name, email) */
+    sqlite3_stmt *begin;  /* BEGIN IMMEDIATE */
+    sqlite3_stmt *commit;
+    sqlite3_stmt *rollback;
+};
+
+static int fail(char *err, size_t errlen, const char *path, const char *what, sqlite3 *db)
+{
+    if (err && errlen)
+        snprintf(err, errlen, "sqlite %s: %s: %s", path, what,
+                 db ? sqlite3_errmsg(db) : "out of memory");
+    return -EIO;
+}
+
+/* Runs one statement to completion (reset afterwards): SQLITE_DONE/ROW -> 0, else -EIO. */
+static int step_once(sqlite3_stmt *st)
+{
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return (rc == SQLITE_DONE || rc == SQLITE_ROW) ? 0 : -EIO;
+}
+
+/* Reads a column of text into dst (cap bytes + NUL); -EIO when it does not fit. */
+static int column_copy(sqlite3_stmt *st, int col, char *dst, size_t cap, uint8_t *len)
+{
+    const unsigned char *t = sqlite3_column_text(st, col);
+    int n = sqlite3_column_bytes(st, col);
+    if (t == NULL || n < 0 || (size_t)n > cap)
+        return -EIO;
+    memcpy(dst, t, (size_t)n);
+    dst[n] = '\0';
+    *len = (uint8_t)n;
+    return 0;
+}
+
+static int row_to_user(sqlite3_stmt *st, int first, struct user *u)
+{
+    if (column_copy(st, first, u->name, USER_NAME_MAX, &u->name_len) != 0)
+        return -EIO;
+    return column_copy(st, first + 1, u->email, USER_EMAIL_MAX, &u->email_len);
+}
+
+static int query_u64(sqlite3 *db, const char *sql, uint64_t a, uint64_t *out)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+    if (rc == SQLITE_OK && a)
+        rc = sqlite3_bind_int64(st, 1, (sqlite3_int64)a);
+    if (rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+        *out = (uint64_t)sqlite3_column_int64(st, 0);
+    else
+        rc = SQLITE_ERROR;
+    sqlite3_finalize(st);
+    return rc == SQLITE_OK ? 0 : -EIO;
+}
+
+/* Ensures users 1..n exist (INSERT OR IGNORE), in one transaction; skipped when the
+ * table already holds all of them. */
+static int seed(struct sqlite_store *q, uint64_t n, char *err, size_t errlen,
+                const char *path)
+{
+    uint64_t have = 0;
+    if (query_u64(q->db, "SELECT COUNT(*) FROM users WHERE id BETWEEN 1 AND ?1", n,
+                  &have) != 0)
+        return fail(err, errlen, path, "counting seed users", q->db);
+    if (n == 0 || have >= n)
+        return 0;
+    sqlite3_stmt *ins = NULL;
+    if (sqlite3_prepare_v2(q->db,
+                           "INSERT OR IGNORE INTO users(id, name, email) VALUES(?1, ?2, ?3)",
+                           -1, &ins, NULL) != SQLITE_OK)
+        return fail(err, errlen, path, "preparing seed insert", q->db);
+    if (step_once(q->begin) != 0) {
+        sqlite3_finalize(ins);
+        return fail(err, errlen, path, "BEGIN IMMEDIATE for seeding", q->db);
+    }
+    struct user u;
+    for (uint64_t id = 1; id <= n; id++) {
+        store_seed_user(id, &u);
+        sqlite3_bind_int64(ins, 1, (sqlite3_int64)id);
+        sqlite3_bind_text(ins, 2, u.name, u.name_len, SQLITE_STATIC);
+        sqlite3_bind_text(ins, 3, u.email, u.email_len, SQLITE_STATIC);
+        if (step_once(ins) != 0) {
+            int r = fail(err, errlen, path, "seeding users", q->db);
+            sqlite3_finalize(ins);
+            step_once(q->rollback);
+            return r;
+        }
+    }
+    sqlite3_finalize(ins);
+    if (step_once(q->commit) != 0) {
+        int r = fail(err, errlen, path, "COMMIT of seed users", q->db);
+        step_once(q->rollback);
+        return r;
+    }
+    return 0;
+}
+
+static int prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st)
+{
+    return sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL);
+}
+
+int store_sqlite_open(const struct store_options *opt, struct store **out, char *err,
+                      size_t errlen)
+{
+    const char *path = opt->db_path;
+    if (path == NULL || path[0] == '\0') {
+        if (err && errlen)
+            snprintf(err, errlen, "sqlite store needs a database path (--db)");
+        return -EINVAL;
+    }
+    struct sqlite_store *q = xcalloc(1, sizeof *q);
+    q->base.kind = STORE_SQLITE;
+    int r;
+
+    /* one connection, used by one thread at a time (callers serialise) */
+    if (sqlite3_open_v2(path, &q->db,
+                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                        NULL) != SQLITE_OK) {
+        r = fail(err, errlen, path, "open", q->db);
+        goto fail_db;
+    }
+    sqlite3_busy_timeout(q->db, BUSY_TIMEOUT_MS);
+    /* per-connection pragmas; journal_mode answers with the mode actually in force */
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(q->db, "PRAGMA journal_mode=WAL", -1, &st, NULL) != SQLITE_OK ||
+        sqlite3_step(st) != SQLITE_ROW ||
+        sqlite3_stricmp((const char *)sqlite3_column_text(st, 0), "wal") != 0) {
+        sqlite3_finalize(st);
+        r = fail(err, errlen, path, "PRAGMA journal_mode=WAL", q->db);
+        goto fail_db;
+    }
+    sqlite3_finalize(st);
+    if (sqlite3_exec(q->db,
+                     "PRAGMA synchronous=NORMAL;"
+                     "CREATE TABLE IF NOT EXISTS users("
+                     "id INTEGER PRIMARY KEY, name TEXT NOT NULL, email TEXT NOT NULL)",
+                     NULL, NULL, NULL) != SQLITE_OK) {
+        r = fail(err, errlen, path, "schema", q->db);
+        goto fail_db;
+    }
+    /* statements reused for the life of the connection */
+    if (prepare(q->db, "SELECT name, email FROM users WHERE id = ?1", &q->get) ||
+        prepare(q->db,
+                "SELECT id, name, email FROM users WHERE id > ?1 ORDER BY id LIMIT ?2",
+                &q->list) ||
+        prepare(q->db, "INSERT INTO users(name, email) VALUES(?1, ?2)", &q->insert) ||
+        prepare(q->db, "BEGIN IMMEDIATE", &q->begin) ||
+        prepare(q->db, "COMMIT", &q->commit) || prepare(q->db, "ROLLBACK", &q->rollback)) {
+        r = fail(err, errlen, path, "prepare", q->db);
+        goto fail_stmts;
+    }
+    if ((r = seed(q, opt->seed_users, err, errlen, path)) != 0)
+        goto fail_stmts;
+    if (query_u64(q->db, "SELECT COUNT(*) FROM users", 0, &q->base.count) != 0) {
+        r = fail(err, errlen, path, "COUNT(*)", q->db);
+        goto fail_stmts;
+    }
+    *out = &q->base;
+    return 0;
+
+fail_stmts:
+fail_db:
+    store_sqlite_close(&q->base);
+    return r;
+}
+
+void store_sqlite_close(struct store *s)
+{
+    struct sqlite_store *q = (struct sqlite_store *)s;
+    sqlite3_finalize(q->get);
+    sqlite3_finalize(q->list);
+    sqlite3_finalize(q->insert);
+    sqlite3_finalize(q->begin);
+    sqlite3_finalize(q->commit);
+    sqlite3_finalize(q->rollback);
+    sqlite3_close(q->db); /* NULL-safe; all statements are finalized above */
+    free(q);
+}
+
+int store_sqlite_get(struct store *s, uint64_t id, struct user *out)
+{
+    struct sqlite_store *q = (struct sqlite_store *)s;
+    if (id > (uint64_t)INT64_MAX)
+        return -ENOENT;
+    int r;
+    sqlite3_bind_int64(q->get, 1, (sqlite3_int64)id);
+    int rc = sqlite3_step(q->get);
+    if (rc == SQLITE_ROW) {
+        out->id = id;
+        r = row_to_user(q->get, 0, out);
+    } else {
+        r = rc == SQLITE_DONE ? -ENOENT : -EIO;
+    }
+    sqlite3_reset(q->get);
+    return r;
+}
+
+int store_sqlite_list(struct store *s, uint64_t after, unsigned limit, struct user *out,
+                      unsigned *count, int *has_more)
+{
+    struct sqlite_store *q = (struct sqlite_store *)s;
+    unsigned n = 0;
+    int r = 0, rc;
+    if (after > (uint64_t)INT64_MAX)
+        return 0;
+    sqlite3_bind_int64(q->list, 1, (sqlite3_int64)after);
+    sqlite3_bind_int64(q->list, 2, (sqlite3_int64)limit + 1); /* one more: has_more */
+    while ((rc = sqlite3_step(q->list)) == SQLITE_ROW) {
+        if (n == limit) {
+            *has_more = 1;
+            break;
+        }
+        out[n].id = (uint64_t)sqlite3_column_int64(q->list, 0);
+        if ((r = row_to_user(q->list, 1, &out[n])) != 0)
+            break;
+        n++;
+    }
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        r = -EIO;
+    sqlite3_reset(q->list);
+    *count = r == 0 ? n : 0;
+    if (r != 0)
+        *has_more = 0;
+    return r;
+}
+
+int store_sqlite_create_batch(struct store *s, struct user *in, size_t n)
+{
+    struct sqlite_store *q = (struct sqlite_store *)s;
+    if (step_once(q->begin) != 0)
+        return -EIO;
+    size_t i;
+    for (i = 0; i < n; i++) {
+        sqlite3_bind_text(q->insert, 1, in[i].name, in[i].name_len, SQLITE_STATIC);
+        sqlite3_bind_text(q->insert, 2, in[i].email, in[i].email_len, SQLITE_STATIC);
+        int rc = sqlite3_step(q->insert);
+        sqlite3_reset(q->insert);
+        sqlite3_clear_bindings(q->insert);
+        if (rc != SQLITE_DONE)
+            goto rollback;
+        in[i].id = (uint64_t)sqlite3_last_insert_rowid(q->db);
+    }
+    if (step_once(q->commit) != 0)
+        goto rollback;
+    q->base.count += n;
+    return 0;
+
+rollback:
+    /* an error may already have ended the transaction; roll back only if still open */
+    if (!sqlite3_get_autocommit(q->db))
+        step_once(q->rollback);
+    for (size_t j = 0; j < n; j++)
+        in[j].id = 0;
+    return -EIO;
+}
+
+struct sqlite3 *store_sqlite_handle(struct store *s)
+{
+    return s->kind == STORE_SQLITE ? ((struct sqlite_store *)s)->db : NULL;
+}
