@@ -112,8 +112,10 @@ static void check_against_oracle(enum dist d, uint64_t seed, int sig_figs, uint6
     double var = sumsq / N_VALUES - mean * mean;
     double rms = sqrt(sumsq / N_VALUES);
     assert_close(histogram_mean(h), mean, mean * 1e-9);
-    /* bucket midpoints are off by at most half a bucket (value / (2 * rel_div)) */
-    assert_close(histogram_stddev(h), sqrt(var), rms / (double)rel_div);
+    /* bucket midpoints are off by at most half a bucket (value / (2 * rel_div)), and
+     * those errors mostly cancel: observed < rms / (14 * rel_div) on these data sets,
+     * while taking each bucket's floor instead shows > rms / (6 * rel_div). */
+    assert_close(histogram_stddev(h), sqrt(var), rms / (8.0 * (double)rel_div));
     histogram_free(h);
     free(vals);
 }
