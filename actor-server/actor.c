@@ -1,0 +1,104 @@
+/* actor: behaviour + mailbox + a pending counter that decides who runs it (see
+ * actor.h). Does not create threads or wake anybody itself; its scheduler does.
+ * Invariant: pending counts pushed-and-counted messages not yet processed; the actor is
+ * queued or running exactly while pending > 0, and the mailbox holds >= pending. */
+#include "actor.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include "sched.h"
+#include "util.h"
+
+struct actor *actor_new(const char *name, actor_fn fn, void *state, struct sched *home,
+                        unsigned ring_size, int *err)
+{
+    struct actor *a = xcalloc(1, sizeof(*a));
+    int rc;
+
+    /* The mailbox's slot array. */
+    rc = mailbox_init(&a->mailbox, ring_size);
+    if (rc != 0)
+        goto fail_mailbox;
+    /* A place in home's run queue. */
+    rc = sched_attach(home);
+    if (rc != 0)
+        goto fail_attach;
+    a->name = name;
+    a->fn = fn;
+    a->state = state;
+    a->home = home;
+    atomic_init(&a->pending, 0);
+    atomic_init(&a->processed, 0);
+    atomic_init(&a->runs, 0);
+    return a;
+
+fail_attach:
+    mailbox_destroy(&a->mailbox);
+fail_mailbox:
+    free(a);
+    if (err != NULL)
+        *err = rc;
+    return NULL;
+}
+
+void actor_free(struct actor *a)
+{
+    if (a == NULL)
+        return;
+    sched_detach(a->home);
+    mailbox_destroy(&a->mailbox);
+    free(a);
+}
+
+int actor_send(struct actor *a, void *msg)
+{
+    int rc = mailbox_push(&a->mailbox, msg);
+
+    if (rc != 0)
+        return rc;
+    /* Counted after the push, so a runner that sees pending = n finds >= n messages.
+     * Whoever moves pending from 0 owns scheduling the actor. */
+    if (atomic_fetch_add_explicit(&a->pending, 1, memory_order_acq_rel) == 0)
+        sched_ready(a->home, a);
+    return 0;
+}
+
+bool actor_run(struct actor *a, unsigned batch)
+{
+    unsigned n = atomic_load_explicit(&a->pending, memory_order_acquire);
+    unsigned done = 0;
+    void *msg;
+
+    if (n > batch)
+        n = batch;
+    atomic_store_explicit(&a->runs, atomic_load_explicit(&a->runs, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+    while (done < n) {
+        /* Cannot fail: the mailbox holds at least pending >= n messages. */
+        if (mailbox_pop(&a->mailbox, &msg) != 0)
+            panic("actor %s: pending %u but mailbox empty", a->name, n - done);
+        a->fn(a, msg);
+        done++;
+    }
+    atomic_store_explicit(&a->processed,
+                          atomic_load_explicit(&a->processed, memory_order_relaxed) + done,
+                          memory_order_relaxed);
+    /* Leaving pending > 0 keeps the run ours: the caller queues the actor again. */
+    return atomic_fetch_sub_explicit(&a->pending, done, memory_order_acq_rel) != done;
+}
+
+unsigned actor_depth(const struct actor *a)
+{
+    return mailbox_depth(&a->mailbox);
+}
+
+uint64_t actor_processed(const struct actor *a)
+{
+    return atomic_load_explicit(&a->processed, memory_order_relaxed);
+}
+
+uint64_t actor_runs(const struct actor *a)
+{
+    return atomic_load_explicit(&a->runs, memory_order_relaxed);
+}

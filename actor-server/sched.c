@@ -1,0 +1,271 @@
+/* sched: thread and libuv schedulers for actors (see sched.h). Does not own actors and
+ * never allocates per message. Invariant: `idle` is the only word producers touch to
+ * wake a scheduler, and only the producer that moves it from IDLE to AWAKE wakes it, so
+ * a wake-up costs a futex/uv_async_send once per idle-to-busy edge. */
+#include "sched.h"
+
+#include <errno.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "actor.h"
+#include "mailbox.h"
+#include "util.h"
+
+enum sched_kind { SCHED_THREAD, SCHED_UV };
+
+/* Values of sched.idle. */
+enum { AWAKE = 0, IDLE = 1, STOPPED = 2 };
+
+/* Polls of an empty run queue before a worker sleeps: catches a reply that is a few
+ * hundred nanoseconds away without a futex round trip. */
+#define SCHED_SPIN 64
+
+struct sched {
+    struct mailbox runq;     /* runnable actors; any thread pushes, the scheduler pops */
+    atomic_int idle;         /* AWAKE, IDLE (asleep or about to be), STOPPED */
+    atomic_bool stop;        /* thread kind: exit once the run queue is empty */
+    atomic_uint actors;      /* actors homed here (bounds the run queue) */
+    enum sched_kind kind;
+    unsigned batch;
+    bool started;
+    char name[16];
+    pthread_t thread;        /* thread kind */
+    uv_async_t async;        /* uv kind; data = this */
+    bool async_closed;       /* uv kind: close callback ran */
+};
+
+static struct sched *sched_alloc(enum sched_kind kind)
+{
+    struct sched *s = xcalloc(1, sizeof(*s));
+
+    /* The run queue: one slot per possible actor plus ck_ring's spare slot. */
+    if (mailbox_init(&s->runq, SCHED_MAX_ACTORS + 1) != 0)
+        panic("sched: bad run queue size");
+    atomic_init(&s->idle, AWAKE);
+    atomic_init(&s->stop, false);
+    atomic_init(&s->actors, 0);
+    s->kind = kind;
+    s->batch = SCHED_DEFAULT_BATCH;
+    return s;
+}
+
+/* Runs a once; queues it again at the back if messages remain. Scheduler thread. */
+static void sched_run_one(struct sched *s, struct actor *a)
+{
+    if (actor_run(a, s->batch) && mailbox_push(&s->runq, a) != 0)
+        panic("sched %s: run queue full", s->name);
+}
+
+static void futex_wait(atomic_int *word, int expected)
+{
+    /* Returns at once if *word != expected; spurious returns are fine (callers loop). */
+    syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, expected, NULL, NULL, 0);
+}
+
+static void futex_wake(atomic_int *word)
+{
+    syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+static bool runq_wait_briefly(struct sched *s)
+{
+    for (int i = 0; i < SCHED_SPIN; i++) {
+        if (mailbox_depth(&s->runq) != 0)
+            return true;
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+    }
+    return false;
+}
+
+static void *sched_thread_main(void *arg)
+{
+    struct sched *s = arg;
+    struct actor *a;
+
+    for (;;) {
+        if (mailbox_pop(&s->runq, (void **)&a) == 0) {
+            sched_run_one(s, a);
+            continue;
+        }
+        if (runq_wait_briefly(s))
+            continue;
+        /* Announce sleep, then look again: a producer either sees IDLE and wakes us, or
+         * its push is visible here (both sides fence between their store and load). */
+        atomic_store_explicit(&s->idle, IDLE, memory_order_seq_cst);
+        atomic_thread_fence(memory_order_seq_cst);
+        if (mailbox_depth(&s->runq) != 0) {
+            atomic_store_explicit(&s->idle, AWAKE, memory_order_relaxed);
+            continue;
+        }
+        if (atomic_load_explicit(&s->stop, memory_order_seq_cst))
+            break;
+        futex_wait(&s->idle, IDLE);
+        atomic_store_explicit(&s->idle, AWAKE, memory_order_relaxed);
+    }
+    atomic_store_explicit(&s->idle, STOPPED, memory_order_seq_cst);
+    return NULL;
+}
+
+/* uv kind: runs the actors that were runnable on entry (one batch each), then yields to
+ * the loop's I/O; asks for another turn while work remains. Loop thread. */
+static void sched_async_cb(uv_async_t *handle)
+{
+    struct sched *s = handle->data;
+    unsigned budget = mailbox_depth(&s->runq);
+    struct actor *a;
+
+    while (budget-- > 0 && mailbox_pop(&s->runq, (void **)&a) == 0) {
+        sched_run_one(s, a);
+        /* An actor may have stopped this scheduler (loop thread): no more sends. */
+        if (atomic_load_explicit(&s->idle, memory_order_relaxed) == STOPPED)
+            return;
+    }
+    if (mailbox_depth(&s->runq) != 0) {
+        uv_async_send(&s->async);
+        return;
+    }
+    atomic_store_explicit(&s->idle, IDLE, memory_order_seq_cst);
+    atomic_thread_fence(memory_order_seq_cst);
+    if (mailbox_depth(&s->runq) != 0) {
+        int expected = IDLE;
+        if (atomic_compare_exchange_strong(&s->idle, &expected, AWAKE))
+            uv_async_send(&s->async);
+    }
+}
+
+static void sched_async_close_cb(uv_handle_t *handle)
+{
+    struct sched *s = handle->data;
+    s->async_closed = true;
+}
+
+struct sched *sched_new_thread(const char *name)
+{
+    struct sched *s = sched_alloc(SCHED_THREAD);
+
+    snprintf(s->name, sizeof(s->name), "%s", name);
+    return s;
+}
+
+struct sched *sched_new_uv(uv_loop_t *loop)
+{
+    struct sched *s = sched_alloc(SCHED_UV);
+    int rc;
+
+    snprintf(s->name, sizeof(s->name), "uv-loop");
+    /* The loop's wake-up handle; closed by sched_stop_and_join. */
+    rc = uv_async_init(loop, &s->async, sched_async_cb);
+    if (rc != 0)
+        panic("sched: uv_async_init: %s", uv_strerror(rc));
+    s->async.data = s;
+    /* Idle from the start: the first runnable actor sends the first wake-up. */
+    atomic_store_explicit(&s->idle, IDLE, memory_order_relaxed);
+    return s;
+}
+
+void sched_set_batch(struct sched *s, unsigned batch)
+{
+    s->batch = batch > 0 ? batch : 1;
+}
+
+unsigned sched_batch(const struct sched *s)
+{
+    return s->batch;
+}
+
+int sched_start(struct sched *s)
+{
+    int rc;
+
+    if (s->started)
+        return 0;
+    if (s->kind == SCHED_THREAD) {
+        /* The worker thread; joined by sched_stop_and_join. */
+        rc = pthread_create(&s->thread, NULL, sched_thread_main, s);
+        if (rc != 0)
+            return -rc;
+        pthread_setname_np(s->thread, s->name);
+    }
+    s->started = true;
+    return 0;
+}
+
+int sched_stop_and_join(struct sched *s)
+{
+    struct actor *a;
+    int rc;
+
+    if (s->kind == SCHED_THREAD) {
+        if (!s->started)
+            return 0;
+        atomic_store_explicit(&s->stop, true, memory_order_seq_cst);
+        atomic_store_explicit(&s->idle, AWAKE, memory_order_seq_cst);
+        futex_wake(&s->idle);
+        rc = pthread_join(s->thread, NULL);
+        s->started = false;
+        return -rc;
+    }
+    /* uv kind: drain inline (requeued actors included), then no more wake-ups. */
+    if (atomic_exchange(&s->idle, STOPPED) == STOPPED)
+        return 0;
+    while (mailbox_pop(&s->runq, (void **)&a) == 0)
+        sched_run_one(s, a);
+    uv_close((uv_handle_t *)&s->async, sched_async_close_cb);
+    return 0;
+}
+
+void sched_free(struct sched *s)
+{
+    if (s == NULL)
+        return;
+    if (s->kind == SCHED_UV && !s->async_closed)
+        panic("sched_free: uv scheduler not stopped, or its loop did not run the close");
+    if (s->kind == SCHED_THREAD && s->started)
+        panic("sched_free: thread scheduler %s still running", s->name);
+    mailbox_destroy(&s->runq);
+    free(s);
+}
+
+int sched_attach(struct sched *s)
+{
+    if (atomic_fetch_add(&s->actors, 1) >= SCHED_MAX_ACTORS) {
+        atomic_fetch_sub(&s->actors, 1);
+        return -ENOSPC;
+    }
+    return 0;
+}
+
+void sched_detach(struct sched *s)
+{
+    atomic_fetch_sub(&s->actors, 1);
+}
+
+void sched_ready(struct sched *s, struct actor *a)
+{
+    int expected = IDLE;
+
+    /* Cannot be full: each actor is queued at most once and SCHED_MAX_ACTORS fit. */
+    if (mailbox_push(&s->runq, a) != 0)
+        panic("sched %s: run queue full", s->name);
+    /* Orders the push before reading `idle` (the scheduler orders its IDLE store before
+     * re-reading the queue). For the uv kind this is also the full fence libuv 1.44's
+     * uv_async_send needs between the enqueue and the send. */
+    atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load_explicit(&s->idle, memory_order_relaxed) != IDLE ||
+        !atomic_compare_exchange_strong(&s->idle, &expected, AWAKE))
+        return;
+    if (s->kind == SCHED_THREAD)
+        futex_wake(&s->idle);
+    else
+        uv_async_send(&s->async);
+}

@@ -1,0 +1,61 @@
+/* sched: runs ready actors in batches. Two kinds, one interface: a worker thread with
+ * its own MPSC run queue that sleeps when idle (futex, touched only on the sleep/wake
+ * edge), or a libuv loop woken by uv_async_send (actors then run on the loop thread;
+ * an actor homed there doubles as the loop's inbox for replies). Not a thread pool: an
+ * actor always runs on its home scheduler. Invariant: an actor is in at most one run
+ * queue at most once, so a run queue never holds more than its actor count. */
+#ifndef ACTOR_SCHED_H
+#define ACTOR_SCHED_H
+
+#include <uv.h>
+
+struct actor;
+struct sched;
+
+#define SCHED_DEFAULT_BATCH 64u
+#define SCHED_MAX_ACTORS 4095u
+
+/* Creates a thread scheduler (not yet running; see sched_start). name is copied (the
+ * thread's name, up to 15 bytes shown). Aborts only on OOM. Any thread. */
+struct sched *sched_new_thread(const char *name);
+
+/* Creates a scheduler bound to loop: actors homed here run on the loop's thread, from a
+ * uv_async callback. Must be called on the loop's thread (or before the loop runs). The
+ * async handle keeps the loop alive until sched_stop_and_join closes it. */
+struct sched *sched_new_uv(uv_loop_t *loop);
+
+/* Sets how many messages one actor may handle per run (>= 1; default 64). Only before
+ * sched_start. */
+void sched_set_batch(struct sched *s, unsigned batch);
+
+/* Starts running actors: spawns the thread (thread kind; returns 0 or a negative errno
+ * from pthread_create) or does nothing (uv kind: the loop runs it; returns 0). Once. */
+int sched_start(struct sched *s);
+
+/* Stops the scheduler after draining it: every actor already runnable runs until its
+ * run queue is empty, including messages those actors send to actors on s meanwhile.
+ * Thread kind: any thread other than s's own; joins the thread. uv kind: on the loop's
+ * thread (or after the loop stopped); drains inline, then closes the async handle, so
+ * the loop must run once more (uv_run) before sched_free. Messages sent to s's actors
+ * afterwards stay queued and unprocessed. Returns 0 or a negative errno (join failed). */
+int sched_stop_and_join(struct sched *s);
+
+/* Frees a stopped scheduler (or a never-started thread one). Its actors must be freed
+ * separately; none may be sent to any more. */
+void sched_free(struct sched *s);
+
+/* Registers one more actor homed on s: 0, or -ENOSPC beyond SCHED_MAX_ACTORS. For
+ * actor_new. Any thread. */
+int sched_attach(struct sched *s);
+/* Unregisters one actor (actor_free). Any thread. */
+void sched_detach(struct sched *s);
+
+/* Queues a (which became runnable) on s and wakes s if it was idle. For the runtime
+ * only (actor_send and the requeue after a run); the caller owns a's run. Any thread;
+ * lock-free, a wake-up costs a futex or uv_async_send only on the idle-to-busy edge. */
+void sched_ready(struct sched *s, struct actor *a);
+
+/* The batch size of s (for actor_run callers). */
+unsigned sched_batch(const struct sched *s);
+
+#endif
