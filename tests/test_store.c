@@ -356,6 +356,31 @@ static void test_seed_10000(void **state)
         }
         printf("# memory store_get: %.1f ns/call (%" PRIu64 ")\n",
                (double)(now_ns() - t0) / 1e6, sum);
+    } else {
+        /* diagnostics only: get, single-row commits, group commits of 50 */
+        uint64_t sum = 0;
+        t0 = now_ns();
+        for (uint64_t i = 0; i < 20000; i++) {
+            assert_int_equal(store_get(f->s, 1 + (i * 7919) % 10000, &u), 0);
+            sum += u.name_len;
+        }
+        printf("# sqlite store_get: %.0f ns/call (%" PRIu64 ")\n",
+               (double)(now_ns() - t0) / 20000, sum);
+        t0 = now_ns();
+        for (int i = 0; i < 500; i++)
+            assert_int_equal(store_create(f->s, "n", 1, "a@b", 3, &u), 0);
+        printf("# sqlite store_create (1 per commit): %.1f us/user\n",
+               (double)(now_ns() - t0) / 500 / 1000);
+        struct user batch[50];
+        for (int i = 0; i < 50; i++)
+            fill(&batch[i], "n", "a@b");
+        t0 = now_ns();
+        for (int i = 0; i < 10; i++)
+            assert_int_equal(store_create_batch(f->s, batch, 50), 0);
+        printf("# sqlite store_create_batch (50 per commit): %.1f us/user\n",
+               (double)(now_ns() - t0) / 500 / 1000);
+        assert_int_equal(store_count(f->s), 11000);
+        assert_int_equal(batch[49].id, 11000);
     }
 }
 
