@@ -1,0 +1,134 @@
+# shellcheck shell=bash
+# lib.sh: small helpers shared by runner.sh and run_all.sh: logging to stderr, clocks,
+# CPU-list arithmetic and a JSON document edited in place with jq.
+# Sourced, never executed; defines functions only (no state, no traps).
+# Invariant: every function either succeeds or returns non-zero; none exits the caller.
+
+# log_info MSG...: one progress line on stderr, prefixed with the caller's tag
+# ($LOG_TAG), and appended to $LOG_FILE when that is set.
+log_info() {
+    local line
+    line=$(printf '[%s] %s' "${LOG_TAG:-runner}" "$*")
+    printf '%s\n' "$line" >&2
+    if [[ -n "${LOG_FILE:-}" ]]; then printf '%s %s\n' "$(now_iso)" "$line" >>"$LOG_FILE"; fi
+}
+
+# now_iso: the current time, ISO-8601 UTC to the second (for timestamps only).
+now_iso() {
+    date -u +%Y-%m-%dT%H:%M:%SZ
+}
+
+# batch_id_new: a fresh batch id, the UTC time (sortable, filesystem-safe).
+batch_id_new() {
+    date -u +%Y%m%dT%H%M%SZ
+}
+
+# clock_s: seconds since boot with 10 ms resolution (/proc/uptime, CLOCK_BOOTTIME):
+# monotonic, so window lengths never depend on wall-clock steps.
+clock_s() {
+    local up _rest
+    read -r up _rest </proc/uptime
+    printf '%s\n' "$up"
+}
+
+# cpulist_expand LIST: prints the CPUs of a list like "0-3,8,10-11" one per line,
+# in the order given. Returns 1 on a malformed list.
+cpulist_expand() {
+    local list=$1 part lo hi i
+    [[ -n "$list" ]] || return 1
+    local IFS=,
+    for part in $list; do
+        if [[ "$part" =~ ^([0-9]+)-([0-9]+)$ ]]; then
+            lo=${BASH_REMATCH[1]} hi=${BASH_REMATCH[2]}
+            (( lo <= hi )) || return 1
+            for ((i = lo; i <= hi; i++)); do echo "$i"; done
+        elif [[ "$part" =~ ^[0-9]+$ ]]; then
+            echo "$part"
+        else
+            return 1
+        fi
+    done
+}
+
+# cpulist_count LIST: the number of CPUs in LIST (0 and status 1 when malformed).
+cpulist_count() {
+    local cpus
+    if ! cpus=$(cpulist_expand "$1"); then
+        echo 0
+        return 1
+    fi
+    wc -l <<<"$cpus" | tr -d ' '
+}
+
+# cpulist_join: reads CPUs one per line on stdin, prints them comma-separated.
+cpulist_join() {
+    paste -sd, -
+}
+
+# cpulist_split LIST: prints two lines, the first half of LIST's CPUs (the server's)
+# and the second half (the load generator's); with an odd count the server gets the
+# smaller half. With one CPU both lines are that CPU (the runs cannot be disjoint).
+cpulist_split() {
+    local -a cpus
+    mapfile -t cpus < <(cpulist_expand "$1") || return 1
+    local n=${#cpus[@]}
+    (( n > 0 )) || return 1
+    if (( n == 1 )); then
+        printf '%s\n%s\n' "${cpus[0]}" "${cpus[0]}"
+        return 0
+    fi
+    local half=$(( n / 2 ))
+    printf '%s\n' "${cpus[@]:0:half}" | cpulist_join
+    printf '%s\n' "${cpus[@]:half}" | cpulist_join
+}
+
+# affinity_cpus: the CPU list of this shell's affinity mask ("0,1").
+affinity_cpus() {
+    local out
+    out=$(taskset -pc $$) || return 1
+    printf '%s\n' "${out##*: }" | tr -d ' '
+}
+
+# json_init FILE: starts a JSON document at FILE ({}).
+json_init() {
+    printf '{}\n' >"$1"
+}
+
+# json_set FILE PATH VALUE: sets the jq path PATH (".a.b") of FILE to VALUE, a JSON
+# text ("12.5", "true", "null", "{...}"). Returns non-zero (FILE unchanged) when VALUE
+# is not JSON. PATH comes from our code, never from input.
+json_set() {
+    local file=$1 path=$2 value=$3 tmp
+    tmp=$(mktemp "$file.XXXXXX") || return 1
+    if jq --argjson v "$value" "$path = \$v" "$file" >"$tmp"; then
+        mv -f "$tmp" "$file"
+    else
+        rm -f "$tmp"
+        return 1
+    fi
+}
+
+# json_set_str FILE PATH STRING: sets PATH of FILE to STRING as a JSON string.
+json_set_str() {
+    json_set "$1" "$2" "$(jq -n --arg s "$3" '$s')"
+}
+
+# json_num_or_null TEXT: TEXT when it is a JSON number, else null.
+json_num_or_null() {
+    if [[ "$1" =~ ^-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$ ]]; then
+        printf '%s\n' "$1"
+    else
+        printf 'null\n'
+    fi
+}
+
+# calc EXPR: evaluates an arithmetic expression in floating point with awk; prints the
+# result with 3 decimals, trailing zeros dropped ("0.3", "12", "123456.789").
+calc() {
+    awk "BEGIN { v = ($1); s = sprintf(\"%.3f\", v); sub(/0+\$/, \"\", s); sub(/\\.\$/, \"\", s); print s }"
+}
+
+# fmt_num X [DECIMALS]: X with DECIMALS (0) decimals for progress lines; "null" stays.
+fmt_num() {
+    awk -v v="$1" -v d="${2:-0}" 'BEGIN { if (v == "null" || v == "") print "null"; else printf "%.*f\n", d, v }'
+}

@@ -1,0 +1,67 @@
+# shellcheck shell=bash
+# proc.sh: a process's own accounting from /proc: CPU time (utime+stime of all its
+# threads, from /proc/PID/stat) and peak RSS (VmHWM, from /proc/PID/status).
+# Does not sample children or sum threads itself: the kernel's per-process totals are used.
+# Invariant: the stat line is split after the LAST ')', since comm may hold spaces and ')'.
+
+# proc_clk_tck: clock ticks per second for /proc/PID/stat times.
+proc_clk_tck() {
+    getconf CLK_TCK
+}
+
+# proc_stat_ticks_file FILE: prints utime+stime in clock ticks parsed from a
+# /proc/PID/stat-format FILE. Returns 1 when FILE is unreadable or malformed.
+proc_stat_ticks_file() {
+    local line rest
+    line=$(<"$1") || return 1
+    [[ "$line" == *")"* ]] || return 1
+    rest=${line##*)}               # after the last ')': " S ppid pgrp ..."
+    # Fields after comm: 1 state ... 12 utime, 13 stime (stat(5) fields 14 and 15).
+    awk '{ if (NF < 13 || $12 !~ /^[0-9]+$/ || $13 !~ /^[0-9]+$/) exit 1; print $12 + $13 }' <<<"$rest"
+}
+
+# proc_cpu_ticks PID: utime+stime of process PID (all threads) in clock ticks.
+# Returns 1 when the process is gone.
+proc_cpu_ticks() {
+    proc_stat_ticks_file "/proc/$1/stat"
+}
+
+# proc_hwm_kb_file FILE: prints VmHWM in kB from a /proc/PID/status-format FILE.
+proc_hwm_kb_file() {
+    awk '$1 == "VmHWM:" { if ($3 != "kB") exit 1; print $2; found = 1 } END { if (!found) exit 1 }' "$1"
+}
+
+# proc_hwm_kb PID: peak resident set size of PID in kB.
+proc_hwm_kb() {
+    proc_hwm_kb_file "/proc/$1/status"
+}
+
+# proc_sample PID: prints "CLOCK_S TICKS" (clock_s and CPU ticks read back to back),
+# or returns 1 when the process is gone.
+proc_sample() {
+    local t ticks
+    t=$(clock_s)
+    ticks=$(proc_cpu_ticks "$1") || return 1
+    printf '%s %s\n' "$t" "$ticks"
+}
+
+# proc_cpu_pct "T0 TICKS0" "T1 TICKS1": average CPU of the interval in percent of one
+# CPU (0..100 x CPUs), from two proc_sample lines. Prints null when the interval is empty.
+proc_cpu_pct() {
+    local tck
+    tck=$(proc_clk_tck)
+    awk -v a="$1" -v b="$2" -v tck="$tck" 'BEGIN {
+        split(a, x, " "); split(b, y, " ")
+        dt = y[1] - x[1]
+        if (dt <= 0) { print "null"; exit }
+        printf "%.2f\n", 100 * (y[2] - x[2]) / tck / dt
+    }'
+}
+
+# proc_cpu_sec "T0 TICKS0" "T1 TICKS1": CPU seconds spent between two samples.
+proc_cpu_sec() {
+    local tck
+    tck=$(proc_clk_tck)
+    awk -v a="$1" -v b="$2" -v tck="$tck" 'BEGIN {
+        split(a, x, " "); split(b, y, " "); printf "%.2f\n", (y[2] - x[2]) / tck }'
+}
