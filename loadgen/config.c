@@ -1,0 +1,248 @@
+/* config: getopt_long over the documented flags, with range checks; errors become a
+ * message and -EINVAL (main exits 2), never an abort. */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+#define DEFAULT_BEARER "test-token-aaaaaaaaaaaaaaaaaaaa"
+
+void config_usage(void *fp)
+{
+    FILE *f = fp;
+    fputs(
+        "usage: loadgen --url http://HOST:PORT [options]\n"
+        "HTTP/1.1 load generator: closed loop or constant rate (coordinated-omission\n"
+        "corrected latency), one libuv loop per thread.\n"
+        "\n"
+        "  --url URL            target, http://host:port[/path] (required)\n"
+        "  --mix FILE           request mix (loadgen-scripts/README.md); default:\n"
+        "                       GET /ping (or GET <url path>) expecting 200\n"
+        "  --connections N      keep-alive connections in total (default 64)\n"
+        "  --threads N          threads, one event loop each (default 1)\n"
+        "  --duration D         measured time, e.g. 15, 15s, 500ms, 2m (default 10s)\n"
+        "  --warmup D           time before measuring: requests sent, not recorded (default 0)\n"
+        "  --rate R             total requests/s; 0 = closed loop (default 0)\n"
+        "  --arrivals even|poisson  spacing of planned sends at a constant rate (default even)\n"
+        "  --pipeline N         requests in flight per connection (default 1, max 64)\n"
+        "  --timeout D          a response later than this is a timeout error (default 10s)\n"
+        "  --bearer TOKEN       value of ${BEARER} in mix files (default $BEARER, else\n"
+        "                       " DEFAULT_BEARER ")\n"
+        "  --seed N             seed for the random choices (default 1)\n"
+        "  --json FILE          write the results as JSON\n"
+        "  --hgrm FILE          write the corrected-latency percentile spectrum (ms)\n"
+        "  --quiet              no progress line and no human summary\n"
+        "  --help               this text\n"
+        "\n"
+        "Progress: a line on stderr every second when stderr is a terminal (not with --quiet).\n"
+        "Exit status: 0 run completed (errors are counted, not fatal), 1 runtime failure\n"
+        "(e.g. no connection could be established), 2 usage error.\n",
+        f);
+}
+
+int config_parse_duration(const char *s, uint64_t *out_ns)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || errno != 0 || !isfinite(v) || v < 0)
+        return -EINVAL;
+    double mult;
+    if (*end == '\0' || strcmp(end, "s") == 0)
+        mult = 1e9;
+    else if (strcmp(end, "ms") == 0)
+        mult = 1e6;
+    else if (strcmp(end, "us") == 0)
+        mult = 1e3;
+    else if (strcmp(end, "m") == 0)
+        mult = 60e9;
+    else if (strcmp(end, "h") == 0)
+        mult = 3600e9;
+    else
+        return -EINVAL;
+    double ns = v * mult;
+    if (ns > 1e18)
+        return -EINVAL;
+    *out_ns = (uint64_t)llround(ns);
+    return 0;
+}
+
+int config_parse_url(const char *url, struct config *cfg)
+{
+    const char *p = url;
+    if (strncmp(p, "http://", 7) != 0)
+        return -EINVAL;
+    p += 7;
+    const char *host_end;
+    const char *after;
+    if (*p == '[') {
+        host_end = strchr(p, ']');
+        if (host_end == NULL)
+            return -EINVAL;
+        p++;
+        after = host_end + 1;
+    } else {
+        host_end = p + strcspn(p, ":/");
+        after = host_end;
+    }
+    size_t hn = (size_t)(host_end - p);
+    if (hn == 0 || hn >= sizeof cfg->host)
+        return -EINVAL;
+    memcpy(cfg->host, p, hn);
+    cfg->host[hn] = '\0';
+    uint64_t port = 80;
+    const char *path = after;
+    if (*after == ':') {
+        size_t pn = strcspn(after + 1, "/");
+        if (parse_u64(after + 1, pn, &port) < 0 || port == 0 || port > 65535)
+            return -EINVAL;
+        path = after + 1 + pn;
+    } else if (*after != '/' && *after != '\0') {
+        return -EINVAL;
+    }
+    cfg->port = (uint16_t)port;
+    if (*path == '\0')
+        path = "/";
+    if (strlen(path) >= sizeof cfg->path || strpbrk(path, " \t\r\n") != NULL)
+        return -EINVAL;
+    strcpy(cfg->path, path);
+    int bracket = strchr(cfg->host, ':') != NULL;
+    snprintf(cfg->host_header, sizeof cfg->host_header, "%s%s%s:%u", bracket ? "[" : "",
+             cfg->host, bracket ? "]" : "", (unsigned)port);
+    snprintf(cfg->url, sizeof cfg->url, "%s", url);
+    return 0;
+}
+
+static int parse_uint(const char *s, uint64_t lo, uint64_t hi, unsigned *out)
+{
+    uint64_t v;
+    if (parse_u64(s, strlen(s), &v) < 0 || v < lo || v > hi)
+        return -EINVAL;
+    *out = (unsigned)v;
+    return 0;
+}
+
+enum {
+    OPT_URL = 256, OPT_MIX, OPT_CONNECTIONS, OPT_THREADS, OPT_DURATION, OPT_WARMUP, OPT_RATE,
+    OPT_ARRIVALS, OPT_PIPELINE, OPT_TIMEOUT, OPT_BEARER, OPT_SEED, OPT_JSON, OPT_HGRM,
+    OPT_QUIET, OPT_HELP
+};
+
+int config_parse(int argc, char **argv, const char *env_bearer, struct config *cfg, char *err,
+                 size_t errlen)
+{
+    static const struct option opts[] = {
+        {"url", required_argument, NULL, OPT_URL},
+        {"mix", required_argument, NULL, OPT_MIX},
+        {"connections", required_argument, NULL, OPT_CONNECTIONS},
+        {"threads", required_argument, NULL, OPT_THREADS},
+        {"duration", required_argument, NULL, OPT_DURATION},
+        {"warmup", required_argument, NULL, OPT_WARMUP},
+        {"rate", required_argument, NULL, OPT_RATE},
+        {"arrivals", required_argument, NULL, OPT_ARRIVALS},
+        {"pipeline", required_argument, NULL, OPT_PIPELINE},
+        {"timeout", required_argument, NULL, OPT_TIMEOUT},
+        {"bearer", required_argument, NULL, OPT_BEARER},
+        {"seed", required_argument, NULL, OPT_SEED},
+        {"json", required_argument, NULL, OPT_JSON},
+        {"hgrm", required_argument, NULL, OPT_HGRM},
+        {"quiet", no_argument, NULL, OPT_QUIET},
+        {"help", no_argument, NULL, OPT_HELP},
+        {NULL, 0, NULL, 0},
+    };
+    memset(cfg, 0, sizeof *cfg);
+    cfg->connections = 64;
+    cfg->threads = 1;
+    cfg->duration_ns = 10000000000ull;
+    cfg->pipeline = 1;
+    cfg->timeout_ns = 10000000000ull;
+    cfg->seed = 1;
+    cfg->bearer = env_bearer && *env_bearer ? env_bearer : DEFAULT_BEARER;
+    const char *url = NULL;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+        const char *a = optarg;
+        int bad = 0;
+        switch (c) {
+        case OPT_URL: url = a; break;
+        case OPT_MIX: cfg->mix_path = a; break;
+        case OPT_CONNECTIONS:
+            bad = parse_uint(a, 1, CONFIG_MAX_CONNECTIONS, &cfg->connections);
+            break;
+        case OPT_THREADS: bad = parse_uint(a, 1, CONFIG_MAX_THREADS, &cfg->threads); break;
+        case OPT_DURATION:
+            bad = config_parse_duration(a, &cfg->duration_ns) || cfg->duration_ns == 0;
+            break;
+        case OPT_WARMUP: bad = config_parse_duration(a, &cfg->warmup_ns); break;
+        case OPT_RATE: {
+            char *end;
+            errno = 0;
+            cfg->rate = strtod(a, &end);
+            bad = end == a || *end != '\0' || errno != 0 || !isfinite(cfg->rate) ||
+                  cfg->rate < 0 || cfg->rate > 1e8;
+            break;
+        }
+        case OPT_ARRIVALS:
+            if (strcmp(a, "even") == 0)
+                cfg->arrivals = ARRIVALS_EVEN;
+            else if (strcmp(a, "poisson") == 0)
+                cfg->arrivals = ARRIVALS_POISSON;
+            else
+                bad = 1;
+            break;
+        case OPT_PIPELINE:
+            bad = parse_uint(a, 1, CONFIG_MAX_PIPELINE, &cfg->pipeline);
+            break;
+        case OPT_TIMEOUT:
+            bad = config_parse_duration(a, &cfg->timeout_ns) || cfg->timeout_ns == 0;
+            break;
+        case OPT_BEARER: cfg->bearer = a; break;
+        case OPT_SEED: {
+            uint64_t v;
+            bad = parse_u64(a, strlen(a), &v) < 0;
+            cfg->seed = v;
+            break;
+        }
+        case OPT_JSON: cfg->json_path = a; break;
+        case OPT_HGRM: cfg->hgrm_path = a; break;
+        case OPT_QUIET: cfg->quiet = 1; break;
+        case 'h':
+        case OPT_HELP: config_usage(stdout); return 1;
+        case ':':
+            snprintf(err, errlen, "option '%s' needs a value", argv[optind - 1]);
+            return -EINVAL;
+        default:
+            snprintf(err, errlen, "unknown option '%s'", argv[optind - 1]);
+            return -EINVAL;
+        }
+        if (bad) {
+            snprintf(err, errlen, "bad value '%s' for option '%s'", a, argv[optind - 1]);
+            return -EINVAL;
+        }
+    }
+    if (optind < argc) {
+        snprintf(err, errlen, "unexpected argument '%s'", argv[optind]);
+        return -EINVAL;
+    }
+    if (url == NULL) {
+        snprintf(err, errlen, "--url is required");
+        return -EINVAL;
+    }
+    if (config_parse_url(url, cfg) < 0) {
+        snprintf(err, errlen, "bad --url '%s' (want http://host:port[/path])", url);
+        return -EINVAL;
+    }
+    if (cfg->connections < cfg->threads) {
+        snprintf(err, errlen, "--connections (%u) must be >= --threads (%u)", cfg->connections,
+                 cfg->threads);
+        return -EINVAL;
+    }
+    return 0;
+}

@@ -1,0 +1,223 @@
+/* loadgen: HTTP/1.1 load generator, closed loop or constant rate with coordinated
+ * omission corrected latency. main parses flags, resolves the target, starts one worker
+ * per thread, prints progress, measures its own CPU over the measured window, merges the
+ * workers' stats and writes the reports. Globals here only: the stop flag. */
+#include <errno.h>
+#include <netdb.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include "config.h"
+#include "mix.h"
+#include "report.h"
+#include "stats.h"
+#include "util.h"
+#include "worker.h"
+
+static volatile sig_atomic_t g_interrupted;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    g_interrupted = 1;
+}
+
+static double tv_s(struct timeval tv)
+{
+    return (double)tv.tv_sec + (double)tv.tv_usec / 1e6;
+}
+
+static void sleep_until_ns(uint64_t t_ns)
+{
+    struct timespec ts = {.tv_sec = (time_t)(t_ns / 1000000000u),
+                          .tv_nsec = (long)(t_ns % 1000000000u)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+        if (g_interrupted)
+            return;
+}
+
+static int resolve(const struct config *cfg, struct sockaddr_storage *out)
+{
+    struct addrinfo hints = {0}, *res = NULL;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_family = AF_UNSPEC;
+    char port[8];
+    snprintf(port, sizeof port, "%u", (unsigned)cfg->port);
+    int rc = getaddrinfo(cfg->host, port, &hints, &res);
+    if (rc != 0) {
+        fprintf(stderr, "loadgen: cannot resolve %s: %s\n", cfg->host, gai_strerror(rc));
+        return -EINVAL;
+    }
+    memcpy(out, res->ai_addr, res->ai_addrlen);
+    freeaddrinfo(res);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    static struct config cfg;
+    char err[512];
+    int rc = config_parse(argc, argv, getenv("BEARER"), &cfg, err, sizeof err);
+    if (rc == 1)
+        return 0;
+    if (rc < 0) {
+        fprintf(stderr, "loadgen: %s\n", err);
+        fprintf(stderr, "try 'loadgen --help'\n");
+        return 2;
+    }
+
+    static struct mix mix;
+    char mix_name[600];
+    if (cfg.mix_path) {
+        rc = mix_load_file(cfg.mix_path, cfg.bearer, cfg.host_header, &mix, err, sizeof err);
+        snprintf(mix_name, sizeof mix_name, "%s", cfg.mix_path);
+    } else {
+        const char *path = strcmp(cfg.path, "/") == 0 ? "/ping" : cfg.path;
+        char text[400];
+        snprintf(text, sizeof text, "1 GET %s - 200\n", path);
+        rc = mix_parse(text, cfg.bearer, cfg.host_header, &mix, err, sizeof err);
+        snprintf(mix_name, sizeof mix_name, "default:GET %s", path);
+    }
+    if (rc < 0) {
+        fprintf(stderr, "loadgen: mix: %s\n", err);
+        return 2;
+    }
+
+    static struct worker_shared sh;
+    sh.cfg = &cfg;
+    sh.mix = &mix;
+    if (resolve(&cfg, &sh.addr) < 0)
+        return 1;
+
+    struct sigaction sa = {0};
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    unsigned nthreads = cfg.threads;
+    pthread_barrier_init(&sh.connected, NULL, nthreads + 1);
+    pthread_barrier_init(&sh.go, NULL, nthreads + 1);
+    struct worker **workers = xcalloc(nthreads, sizeof *workers);
+    for (unsigned i = 0; i < nthreads; i++) {
+        unsigned n = cfg.connections / nthreads + (i < cfg.connections % nthreads);
+        workers[i] = worker_new(&sh, i, n);
+        rc = worker_start(workers[i]);
+        if (rc < 0)
+            panic("pthread_create: %s", strerror(-rc));
+    }
+
+    /* Every worker has tried its first connects: run, or give up if none succeeded. */
+    pthread_barrier_wait(&sh.connected);
+    uint64_t established = 0;
+    int first_error = 0;
+    for (unsigned i = 0; i < nthreads; i++) {
+        established += worker_stats(workers[i])->connections_established;
+        if (!first_error)
+            first_error = worker_first_error(workers[i]);
+    }
+    sh.abort = established == 0;
+    sh.start_ns = now_ns();
+    pthread_barrier_wait(&sh.go);
+
+    int exit_code = 0;
+    if (sh.abort) {
+        fprintf(stderr, "loadgen: cannot connect to %s: %s\n", cfg.url,
+                first_error ? uv_strerror(first_error) : "unknown error");
+        exit_code = 1;
+    }
+
+    uint64_t measure_start_ns = sh.start_ns + cfg.warmup_ns;
+    uint64_t end_ns = measure_start_ns + cfg.duration_ns;
+    struct rusage ru0 = {0}, ru1 = {0};
+    int progress = !cfg.quiet && isatty(STDERR_FILENO) && !sh.abort;
+    if (!sh.abort) {
+        uint64_t last_ns = sh.start_ns, last_done = 0, next_ns = sh.start_ns + 1000000000u;
+        int measuring = 0;
+        for (;;) {
+            uint64_t wake = next_ns;
+            if (!measuring && measure_start_ns < wake)
+                wake = measure_start_ns;
+            if (end_ns < wake)
+                wake = end_ns;
+            sleep_until_ns(wake);
+            uint64_t now = now_ns();
+            if (!measuring && now >= measure_start_ns) {
+                getrusage(RUSAGE_SELF, &ru0);
+                measuring = 1;
+            }
+            if (now >= end_ns || g_interrupted)
+                break;
+            if (now >= next_ns) {
+                uint64_t done = 0, errs = 0;
+                for (unsigned i = 0; i < nthreads; i++) {
+                    struct stats *s = worker_stats(workers[i]);
+                    done += atomic_load_explicit(&s->progress_completed, memory_order_relaxed);
+                    errs += atomic_load_explicit(&s->progress_errors, memory_order_relaxed);
+                }
+                if (progress)
+                    fprintf(stderr, "\r[%5.1fs%s] %10.0f req/s  %12llu done  %8llu errors ",
+                            (double)(now - sh.start_ns) / 1e9, measuring ? "" : " warmup",
+                            (double)(done - last_done) * 1e9 / (double)(now - last_ns),
+                            (unsigned long long)done, (unsigned long long)errs);
+                last_done = done;
+                last_ns = now;
+                next_ns += 1000000000u;
+            }
+        }
+        if (!measuring)
+            getrusage(RUSAGE_SELF, &ru0);
+        getrusage(RUSAGE_SELF, &ru1);
+        if (g_interrupted)
+            atomic_store(&sh.stop, 1);
+        if (progress)
+            fputc('\n', stderr);
+    }
+
+    struct stats total;
+    stats_init(&total);
+    uint64_t stop_ns = 0;
+    for (unsigned i = 0; i < nthreads; i++) {
+        worker_join(workers[i]);
+        stats_merge(&total, worker_stats(workers[i]));
+        if (worker_stop_ns(workers[i]) > stop_ns)
+            stop_ns = worker_stop_ns(workers[i]);
+    }
+
+    if (!sh.abort) {
+        struct report r = {
+            .cfg = &cfg,
+            .mix_name = mix_name,
+            .total = &total,
+            .elapsed_s = stop_ns > measure_start_ns ? (double)(stop_ns - measure_start_ns) / 1e9
+                                                    : 0.0,
+            .cpu_user_s = tv_s(ru1.ru_utime) - tv_s(ru0.ru_utime),
+            .cpu_sys_s = tv_s(ru1.ru_stime) - tv_s(ru0.ru_stime),
+        };
+        if (!cfg.quiet)
+            report_print(&r, stdout);
+        if (cfg.json_path && (rc = report_write_json(&r, cfg.json_path)) < 0) {
+            fprintf(stderr, "loadgen: --json %s: %s\n", cfg.json_path, strerror(-rc));
+            exit_code = 1;
+        }
+        if (cfg.hgrm_path && (rc = report_write_hgrm(&r, cfg.hgrm_path)) < 0) {
+            fprintf(stderr, "loadgen: --hgrm %s: %s\n", cfg.hgrm_path, strerror(-rc));
+            exit_code = 1;
+        }
+    }
+
+    stats_free(&total);
+    for (unsigned i = 0; i < nthreads; i++)
+        worker_free(workers[i]);
+    free(workers);
+    mix_free(&mix);
+    pthread_barrier_destroy(&sh.connected);
+    pthread_barrier_destroy(&sh.go);
+    return exit_code;
+}

@@ -1,0 +1,171 @@
+/* report: human summary, JSON and hgrm output of a merged run. Latencies are stored in
+ * microseconds and printed in milliseconds. */
+#include "report.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "util.h"
+
+static const char *const error_names[STATS_ERR_COUNT] = {"connect", "read",    "write",
+                                                         "timeout", "parse",   "status"};
+
+struct pct {
+    const char *key;
+    const char *label;
+    double p;
+};
+
+static const struct pct pcts[] = {
+    {"p50", "50%", 50.0},      {"p75", "75%", 75.0},         {"p90", "90%", 90.0},
+    {"p99", "99%", 99.0},      {"p99_9", "99.9%", 99.9},     {"p99_99", "99.99%", 99.99},
+};
+
+static double ms(uint64_t us)
+{
+    return (double)us / 1000.0;
+}
+
+static double achieved_rps(const struct report *r)
+{
+    return r->elapsed_s > 0 ? (double)r->total->requests_completed / r->elapsed_s : 0.0;
+}
+
+void report_print(const struct report *r, FILE *f)
+{
+    const struct config *c = r->cfg;
+    const struct stats *t = r->total;
+    fprintf(f, "loadgen %s  mix %s\n", c->url, r->mix_name);
+    fprintf(f, "  %u threads, %u connections, pipeline %u, %s", c->threads, c->connections,
+            c->pipeline, c->rate > 0 ? "constant rate" : "closed loop");
+    if (c->rate > 0)
+        fprintf(f, " %.1f req/s (%s arrivals)", c->rate,
+                c->arrivals == ARRIVALS_POISSON ? "poisson" : "even");
+    fprintf(f, ", warmup %.3gs, measured %.3fs\n", (double)c->warmup_ns / 1e9, r->elapsed_s);
+    fprintf(f, "  requests: %llu sent, %llu completed, %llu in flight at end\n",
+            (unsigned long long)t->requests_sent, (unsigned long long)t->requests_completed,
+            (unsigned long long)t->in_flight_at_end);
+    fprintf(f, "  rate: asked %.1f, achieved %.1f req/s\n", c->rate, achieved_rps(r));
+    fprintf(f, "  connections: %llu established, %llu failed\n",
+            (unsigned long long)t->connections_established,
+            (unsigned long long)t->connections_failed);
+    fprintf(f, "  errors:");
+    for (int i = 0; i < STATS_ERR_COUNT; i++)
+        fprintf(f, " %s %llu", error_names[i], (unsigned long long)t->errors[i]);
+    fputc('\n', f);
+    fprintf(f, "  status:");
+    for (int s = 0; s < STATS_MAX_STATUS; s++)
+        if (t->status[s])
+            fprintf(f, " %d:%llu%s", s, (unsigned long long)t->status[s],
+                    t->unexpected_status[s] ? "(unexpected)" : "");
+    fputc('\n', f);
+    const char *lat_name = c->rate > 0 ? "latency (corrected)" : "latency";
+    fprintf(f, "  %-10s %20s %20s\n", "ms", lat_name, "service (uncorrected)");
+    for (size_t i = 0; i < ARRAY_LEN(pcts); i++)
+        fprintf(f, "  %-10s %20.3f %20.3f\n", pcts[i].label,
+                ms(histogram_percentile(t->latency, pcts[i].p)),
+                ms(histogram_percentile(t->service, pcts[i].p)));
+    fprintf(f, "  %-10s %20.3f %20.3f\n", "max", ms(histogram_max(t->latency)),
+            ms(histogram_max(t->service)));
+    fprintf(f, "  %-10s %20.3f %20.3f\n", "mean", histogram_mean(t->latency) / 1000.0,
+            histogram_mean(t->service) / 1000.0);
+    if (histogram_out_of_range(t->latency))
+        fprintf(f, "  %llu latencies above %.0f s (clamped)\n",
+                (unsigned long long)histogram_out_of_range(t->latency),
+                (double)STATS_HIGHEST_US / 1e6);
+    fprintf(f, "  loadgen cpu: %.3fs user, %.3fs sys\n", r->cpu_user_s, r->cpu_sys_s);
+}
+
+static void json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            fprintf(f, "\\%c", ch);
+        else if (ch < 0x20)
+            fprintf(f, "\\u%04x", ch);
+        else
+            fputc(ch, f);
+    }
+    fputc('"', f);
+}
+
+static void json_hist(FILE *f, const struct histogram *h)
+{
+    fputc('{', f);
+    for (size_t i = 0; i < ARRAY_LEN(pcts); i++)
+        fprintf(f, "\"%s\":%.3f,", pcts[i].key, ms(histogram_percentile(h, pcts[i].p)));
+    fprintf(f, "\"max\":%.3f,\"mean\":%.3f,\"count\":%llu}", ms(histogram_max(h)),
+            histogram_mean(h) / 1000.0, (unsigned long long)histogram_total(h));
+}
+
+int report_write_json(const struct report *r, const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (f == NULL)
+        return -errno;
+    const struct config *c = r->cfg;
+    const struct stats *t = r->total;
+    fputs("{\"url\":", f);
+    json_str(f, c->url);
+    fputs(",\"mix\":", f);
+    json_str(f, r->mix_name);
+    fprintf(f, ",\"threads\":%u,\"connections\":%u,\"pipeline\":%u", c->threads, c->connections,
+            c->pipeline);
+    fprintf(f, ",\"mode\":\"%s\",\"arrivals\":\"%s\",\"target_rps\":%.3f",
+            c->rate > 0 ? "constant" : "closed",
+            c->arrivals == ARRIVALS_POISSON ? "poisson" : "even", c->rate);
+    fprintf(f, ",\"warmup_s\":%.3f,\"duration_s\":%.3f,\"elapsed_s\":%.6f",
+            (double)c->warmup_ns / 1e9, (double)c->duration_ns / 1e9, r->elapsed_s);
+    fprintf(f, ",\"timeout_s\":%.3f,\"seed\":%llu", (double)c->timeout_ns / 1e9,
+            (unsigned long long)c->seed);
+    fprintf(f, ",\"requests_sent\":%llu,\"requests_completed\":%llu,\"achieved_rps\":%.3f",
+            (unsigned long long)t->requests_sent, (unsigned long long)t->requests_completed,
+            achieved_rps(r));
+    fprintf(f, ",\"in_flight_at_end\":%llu,\"connections_established\":%llu"
+               ",\"connections_failed\":%llu",
+            (unsigned long long)t->in_flight_at_end,
+            (unsigned long long)t->connections_established,
+            (unsigned long long)t->connections_failed);
+    fputs(",\"errors\":{", f);
+    for (int i = 0; i < STATS_ERR_COUNT; i++)
+        fprintf(f, "%s\"%s\":%llu", i ? "," : "", error_names[i],
+                (unsigned long long)t->errors[i]);
+    fprintf(f, "},\"errors_total\":%llu", (unsigned long long)stats_errors_total(t));
+    const uint64_t *tables[2] = {t->status, t->unexpected_status};
+    const char *names[2] = {"status_counts", "unexpected_status_counts"};
+    for (int k = 0; k < 2; k++) {
+        fprintf(f, ",\"%s\":{", names[k]);
+        int first = 1;
+        for (int s = 0; s < STATS_MAX_STATUS; s++)
+            if (tables[k][s]) {
+                fprintf(f, "%s\"%d\":%llu", first ? "" : ",", s,
+                        (unsigned long long)tables[k][s]);
+                first = 0;
+            }
+        fputc('}', f);
+    }
+    fputs(",\"latency_ms\":", f);
+    json_hist(f, t->latency);
+    fputs(",\"service_time_ms\":", f);
+    json_hist(f, t->service);
+    fprintf(f, ",\"out_of_range\":%llu", (unsigned long long)histogram_out_of_range(t->latency));
+    fprintf(f, ",\"loadgen_cpu_s\":{\"user\":%.6f,\"sys\":%.6f,\"total\":%.6f}}\n",
+            r->cpu_user_s, r->cpu_sys_s, r->cpu_user_s + r->cpu_sys_s);
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad)
+        return -EIO;
+    return 0;
+}
+
+int report_write_hgrm(const struct report *r, const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (f == NULL)
+        return -errno;
+    int rc = histogram_write_hgrm(r->total->latency, f, 1000.0, 5);
+    if (fclose(f) != 0 && rc == 0)
+        rc = -EIO;
+    return rc;
+}

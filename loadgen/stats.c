@@ -1,0 +1,48 @@
+/* stats: counters and histograms of one worker, merged into a total after join. */
+#include "stats.h"
+
+#include <string.h>
+
+#include "util.h"
+
+void stats_init(struct stats *s)
+{
+    memset(s, 0, sizeof *s);
+    s->latency = histogram_new(STATS_LOWEST_US, STATS_HIGHEST_US, STATS_SIG_FIGS);
+    s->service = histogram_new(STATS_LOWEST_US, STATS_HIGHEST_US, STATS_SIG_FIGS);
+    if (s->latency == NULL || s->service == NULL)
+        panic("histogram_new refused its arguments");
+}
+
+void stats_free(struct stats *s)
+{
+    histogram_free(s->latency);
+    histogram_free(s->service);
+    s->latency = s->service = NULL;
+}
+
+void stats_merge(struct stats *dst, const struct stats *src)
+{
+    dst->requests_sent += src->requests_sent;
+    dst->requests_completed += src->requests_completed;
+    dst->in_flight_at_end += src->in_flight_at_end;
+    dst->connections_established += src->connections_established;
+    dst->connections_failed += src->connections_failed;
+    for (int i = 0; i < STATS_ERR_COUNT; i++)
+        dst->errors[i] += src->errors[i];
+    for (int i = 0; i < STATS_MAX_STATUS; i++) {
+        dst->status[i] += src->status[i];
+        dst->unexpected_status[i] += src->unexpected_status[i];
+    }
+    if (histogram_merge(dst->latency, src->latency) < 0 ||
+        histogram_merge(dst->service, src->service) < 0)
+        panic("histogram layouts differ");
+}
+
+uint64_t stats_errors_total(const struct stats *s)
+{
+    uint64_t t = 0;
+    for (int i = 0; i < STATS_ERR_COUNT; i++)
+        t += s->errors[i];
+    return t;
+}

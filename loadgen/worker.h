@@ -1,0 +1,50 @@
+/* worker: one load-generating thread: its own uv loop, its share of the connections,
+ * the send schedule (closed loop, or constant rate planned in ns on a timerfd), response
+ * parsing (llhttp, response mode), validation and recording into its own struct stats.
+ * Threads share only the read-only struct worker_shared; nothing on the hot path is
+ * shared. Lifecycle: worker_new -> worker_start -> (barriers with main) -> worker_join
+ * -> read worker_stats -> worker_free. */
+#ifndef LOADGEN_WORKER_H
+#define LOADGEN_WORKER_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "config.h"
+#include "mix.h"
+#include "stats.h"
+
+/* What main shares with every worker. Main fills cfg/mix/addr before worker_start,
+ * writes start_ns and abort between the two barrier waits, and may set stop. */
+struct worker_shared {
+    const struct config *cfg;
+    const struct mix *mix;
+    struct sockaddr_storage addr;
+    pthread_barrier_t connected; /* all workers tried their first connects */
+    pthread_barrier_t go;        /* main has written start_ns / abort */
+    uint64_t start_ns;           /* schedule origin (uv_hrtime clock) */
+    int abort;                   /* nonzero: skip the run (nothing could connect) */
+    _Atomic int stop;            /* nonzero: stop early (SIGINT) */
+};
+
+struct worker;
+
+/* Creates worker `id` (0-based) owning `nconns` connections. Borrows sh for its life.
+ * Aborts only on OOM. Main thread. */
+struct worker *worker_new(struct worker_shared *sh, unsigned id, unsigned nconns);
+/* Starts its thread: 0 or a negative errno (then nothing started). */
+int worker_start(struct worker *w);
+/* Joins the thread; afterwards worker_stats and worker_* getters are safe to read. */
+void worker_join(struct worker *w);
+/* The worker's stats (owned by the worker). Before join, only the progress_* mirrors
+ * and, after the `connected` barrier, connections_established may be read. */
+struct stats *worker_stats(struct worker *w);
+/* The first connect error seen (negative uv errno), 0 if none. After the barrier. */
+int worker_first_error(const struct worker *w);
+/* When the worker stopped measuring (ns, uv_hrtime clock). After join. */
+uint64_t worker_stop_ns(const struct worker *w);
+void worker_free(struct worker *w);
+
+#endif
