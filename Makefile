@@ -42,20 +42,20 @@ LDLIBS  := $(PKG_LIBS) -lm -pthread
 TEST_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null)
 
 # llhttp: Debian's generated sources, strict mode, warnings of our own off (not our code).
-LLHTTP_OBJ := $(BUILD)/llhttp/llhttp.o $(BUILD)/llhttp/api.o $(BUILD)/llhttp/http.o
-$(BUILD)/llhttp/%.o: $(LLHTTP_SRC)/%.c
+LLHTTP_OBJ := $(BUILD)/obj/llhttp/llhttp.o $(BUILD)/obj/llhttp/api.o $(BUILD)/obj/llhttp/http.o
+$(BUILD)/obj/llhttp/%.o: $(LLHTTP_SRC)/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 $(OPT) -DLLHTTP_STRICT_MODE=1 -I$(LLHTTP_INC) $(if $(SANITIZER),-fsanitize=$(SANITIZER)) -w -c $< -o $@
 
 COMMON_SRC := $(sort $(wildcard common/*.c))
-COMMON_OBJ := $(COMMON_SRC:%.c=$(BUILD)/%.o)
+COMMON_OBJ := $(COMMON_SRC:%.c=$(BUILD)/obj/%.o)
 LIBCOMMON  := $(BUILD)/libcommon.a
 
-ASYNC_OBJ  := $(patsubst %.c,$(BUILD)/%.o,$(sort $(wildcard async-server/*.c)))
-ACTOR_OBJ  := $(patsubst %.c,$(BUILD)/%.o,$(sort $(wildcard actor-server/*.c)))
-LOADGEN_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(sort $(wildcard loadgen/*.c)))
-ACTOR_LIB_OBJ := $(filter-out $(BUILD)/actor-server/main.o,$(ACTOR_OBJ))
-LOADGEN_LIB_OBJ := $(filter-out $(BUILD)/loadgen/main.o,$(LOADGEN_OBJ))
+ASYNC_OBJ  := $(patsubst %.c,$(BUILD)/obj/%.o,$(sort $(wildcard async-server/*.c)))
+ACTOR_OBJ  := $(patsubst %.c,$(BUILD)/obj/%.o,$(sort $(wildcard actor-server/*.c)))
+LOADGEN_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(sort $(wildcard loadgen/*.c)))
+ACTOR_LIB_OBJ := $(filter-out $(BUILD)/obj/actor-server/main.o,$(ACTOR_OBJ))
+LOADGEN_LIB_OBJ := $(filter-out $(BUILD)/obj/loadgen/main.o,$(LOADGEN_OBJ))
 
 BINS := $(BUILD)/async-server
 ifneq ($(ACTOR_OBJ),)
@@ -78,7 +78,7 @@ all: deps $(BINS) $(TEST_BINS) $(HELPER_BINS)
 deps:
 	@scripts/deps.sh
 
-$(BUILD)/%.o: %.c
+$(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
 
@@ -95,16 +95,20 @@ $(BUILD)/actor-server: $(ACTOR_OBJ) $(LIBCOMMON)
 $(BUILD)/loadgen: $(LOADGEN_OBJ) $(LIBCOMMON)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
-$(BUILD)/tests/test_actor_%: $(BUILD)/tests/test_actor_%.o $(ACTOR_LIB_OBJ) $(LIBCOMMON)
+$(BUILD)/tests/test_actor_%: $(BUILD)/obj/tests/test_actor_%.o $(ACTOR_LIB_OBJ) $(LIBCOMMON)
+	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ $(TEST_LIBS) $(LDLIBS) -o $@
 
-$(BUILD)/tests/test_loadgen_%: $(BUILD)/tests/test_loadgen_%.o $(LOADGEN_LIB_OBJ) $(LIBCOMMON)
+$(BUILD)/tests/test_loadgen_%: $(BUILD)/obj/tests/test_loadgen_%.o $(LOADGEN_LIB_OBJ) $(LIBCOMMON)
+	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ $(TEST_LIBS) $(LDLIBS) -o $@
 
-$(BUILD)/tests/test_%: $(BUILD)/tests/test_%.o $(LIBCOMMON)
+$(BUILD)/tests/test_%: $(BUILD)/obj/tests/test_%.o $(LIBCOMMON)
+	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ $(TEST_LIBS) $(LDLIBS) -o $@
 
-$(BUILD)/tests/helpers/%: $(BUILD)/tests/helpers/%.o $(LIBCOMMON)
+$(BUILD)/tests/helpers/%: $(BUILD)/obj/tests/helpers/%.o $(LIBCOMMON)
+	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 test: all

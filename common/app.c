@@ -1,0 +1,123 @@
+/* app: the request steps of the contract; see app.h for the order. */
+#include "app.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "http.h"
+#include "json.h"
+#include "router.h"
+
+int app_route(struct request *req)
+{
+    router_apply(req);
+    struct response *resp = &req->resp;
+    if (req->users_group)
+        return APP_USERS;
+    if (req->route_error) {
+        http_error_response(resp, req->route_error, req->error_reason);
+        return APP_RESPOND;
+    }
+    if (req->route == ROUTE_PING) {
+        resp->status = 200;
+        resp->content_type = CT_TEXT;
+        buf_reset(&resp->body);
+        buf_append(&resp->body, "pong", 4);
+        return APP_RESPOND;
+    }
+    /* ROUTE_METRICS: rendered in app_render_body, where the response is sent */
+    resp->status = 200;
+    resp->content_type = CT_PROMETHEUS;
+    return APP_RESPOND;
+}
+
+int app_validate(struct request *req)
+{
+    struct response *resp = &req->resp;
+    if (req->route_error) {
+        http_error_response(resp, req->route_error, req->error_reason);
+        return APP_RESPOND;
+    }
+    if (req->route == ROUTE_USER_CREATE) {
+        if (req->content_type != 1) {
+            http_error_response(resp, 415, "content type must be application/json");
+            return APP_RESPOND;
+        }
+        if (req->body.len > USER_BODY_MAX) {
+            http_error_response(resp, 413, "body too large");
+            return APP_RESPOND;
+        }
+        const char *reason = NULL;
+        if (json_parse_user(req->body.data ? req->body.data : "", req->body.len, &req->user,
+                            &reason) != 0) {
+            http_error_response(resp, 400, reason);
+            return APP_RESPOND;
+        }
+    }
+    return APP_STORE;
+}
+
+void app_store_exec(struct app *app, struct store *store, struct request *req)
+{
+    struct response *resp = &req->resp;
+    int rc;
+    switch (req->route) {
+    case ROUTE_USER_GET:
+        rc = store_get(store, req->id, &req->user);
+        resp->status = rc == 0 ? 200 : rc == -ENOENT ? 404 : 500;
+        break;
+    case ROUTE_USER_LIST:
+        if (req->users == NULL)
+            req->users = xmalloc(sizeof(struct user) * STORE_LIST_MAX);
+        rc = store_list(store, req->after, req->limit, req->users, &req->user_count,
+                        &req->has_more);
+        resp->status = rc == 0 ? 200 : 500;
+        break;
+    case ROUTE_USER_CREATE:
+        rc = store_create(store, req->user.name, req->user.name_len, req->user.email,
+                          req->user.email_len, &req->user);
+        resp->status = rc == 0 ? 201 : 500;
+        if (rc == 0)
+            counter_set(&app->store_users, store_count(store));
+        break;
+    default:
+        rc = -EINVAL;
+        resp->status = 500;
+        break;
+    }
+    req->store_rc = rc;
+}
+
+void app_render_body(struct app *app, struct request *req)
+{
+    struct response *resp = &req->resp;
+    if (resp->content_type != CT_NONE && req->route != ROUTE_METRICS)
+        return; /* already rendered (ping, errors) */
+    buf_reset(&resp->body);
+    switch (resp->status) {
+    case 200:
+        if (req->route == ROUTE_METRICS) {
+            resp->content_type = CT_PROMETHEUS;
+            metrics_render(app->registry, &resp->body);
+            return;
+        }
+        resp->content_type = CT_JSON;
+        if (req->route == ROUTE_USER_LIST)
+            json_append_user_list(&resp->body, req->users, req->user_count, req->has_more);
+        else
+            json_append_user(&resp->body, &req->user);
+        return;
+    case 201:
+        resp->content_type = CT_JSON;
+        resp->flags |= RESP_LOCATION;
+        resp->location_id = req->user.id;
+        json_append_user(&resp->body, &req->user);
+        return;
+    case 404:
+        http_error_response(resp, 404, "user not found");
+        return;
+    default:
+        http_error_response(resp, resp->status, "internal error");
+        return;
+    }
+}

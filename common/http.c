@@ -1,0 +1,541 @@
+/* http: request parsing on llhttp with caps and the checks llhttp 8.1.0 lacks
+ * (obs-fold, empty header names, bare CR), and response rendering.
+ * Invariant: the parser pauses after every complete message, so each message's header
+ * block is scanned from its first byte by scan_headers() before llhttp trusts it. */
+#include "http.h"
+#include "json.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+enum field_id { F_OTHER, F_HOST, F_CONTENT_TYPE, F_AUTHORIZATION, F_REQUEST_ID };
+
+/* Raw header scanner states. */
+enum { SC_REQ_LINE, SC_REQ_LINE_CR, SC_LINE_START, SC_IN_LINE, SC_CR, SC_END_CR, SC_DONE };
+
+void http_limits_default(struct http_limits *lim)
+{
+    lim->max_target = 8 * 1024;
+    lim->max_headers = 16 * 1024;
+    lim->max_header_count = 100;
+    lim->max_body = 64 * 1024;
+}
+
+static struct http_parser *parser_of(llhttp_t *llh)
+{
+    return (struct http_parser *)llh; /* llh is the first member */
+}
+
+static int fail(struct http_parser *hp, uint16_t status, const char *reason)
+{
+    hp->error_status = status;
+    hp->error_reason = reason;
+    return HPE_USER;
+}
+
+void request_reset(struct request *req)
+{
+    req->method = 0;
+    req->http_minor = 1;
+    req->keep_alive = 0;
+    req->has_host = 0;
+    req->content_type = 0;
+    req->request_id_len = 0;
+    req->request_id[0] = '\0';
+    req->auth_len = 0;
+    buf_reset(&req->target);
+    buf_reset(&req->body);
+    req->parsed_ns = 0;
+    req->route = ROUTE_OTHER;
+    req->users_group = 0;
+    req->route_error = 0;
+    req->id = req->after = 0;
+    req->limit = 0;
+    req->error_reason = NULL;
+    req->store_rc = 0;
+    req->user_count = 0;
+    req->has_more = 0;
+    req->resp.status = 0;
+    req->resp.content_type = CT_NONE;
+    req->resp.flags = 0;
+    req->resp.allow = NULL;
+    req->resp.location_id = 0;
+    buf_reset(&req->resp.body);
+    req->next = NULL;
+    req->done = 0;
+    req->close_after = 0;
+}
+
+void request_free(struct request *req)
+{
+    if (req == NULL)
+        return;
+    buf_free(&req->target);
+    buf_free(&req->body);
+    buf_free(&req->resp.body);
+    free(req->users);
+    free(req);
+}
+
+static int on_message_begin(llhttp_t *llh)
+{
+    struct http_parser *hp = parser_of(llh);
+    hp->cur = hp->ops->begin(hp->ctx);
+    hp->target_bytes = 0;
+    hp->header_bytes = 0;
+    hp->header_count = 0;
+    hp->field_len = 0;
+    hp->in_headers = 1;
+    return 0;
+}
+
+static int on_url(llhttp_t *llh, const char *at, size_t len)
+{
+    struct http_parser *hp = parser_of(llh);
+    hp->target_bytes += len;
+    if (hp->target_bytes > hp->lim->max_target)
+        return fail(hp, 414, "request target too long");
+    buf_append(&hp->cur->target, at, len);
+    return 0;
+}
+
+static int count_header_bytes(struct http_parser *hp, size_t len)
+{
+    hp->header_bytes += len;
+    if (hp->header_bytes > hp->lim->max_headers)
+        return fail(hp, 431, "header block too large");
+    return 0;
+}
+
+static int on_header_field(llhttp_t *llh, const char *at, size_t len)
+{
+    struct http_parser *hp = parser_of(llh);
+    if (count_header_bytes(hp, len))
+        return HPE_USER;
+    for (size_t i = 0; i < len; i++) {
+        if (hp->field_len < sizeof hp->field) {
+            char c = at[i];
+            hp->field[hp->field_len] = (char)(c >= 'A' && c <= 'Z' ? c + 32 : c);
+        }
+        if (hp->field_len < 255)
+            hp->field_len++;
+    }
+    return 0;
+}
+
+static int field_is(const struct http_parser *hp, const char *name, size_t n)
+{
+    return hp->field_len == n && memcmp(hp->field, name, n) == 0;
+}
+
+static int on_header_field_complete(llhttp_t *llh)
+{
+    struct http_parser *hp = parser_of(llh);
+    if (hp->field_len == 0)
+        return fail(hp, 400, "empty header name");
+    if (++hp->header_count > hp->lim->max_header_count)
+        return fail(hp, 431, "too many headers");
+    if (field_is(hp, "host", 4))
+        hp->field_id = F_HOST;
+    else if (field_is(hp, "content-type", 12))
+        hp->field_id = F_CONTENT_TYPE;
+    else if (field_is(hp, "authorization", 13))
+        hp->field_id = F_AUTHORIZATION;
+    else if (field_is(hp, "x-request-id", 12))
+        hp->field_id = F_REQUEST_ID;
+    else
+        hp->field_id = F_OTHER;
+    buf_reset(&hp->value);
+    hp->field_len = 0;
+    return 0;
+}
+
+static int on_header_value(llhttp_t *llh, const char *at, size_t len)
+{
+    struct http_parser *hp = parser_of(llh);
+    if (count_header_bytes(hp, len))
+        return HPE_USER;
+    if (hp->field_id != F_OTHER && hp->field_id != F_HOST) {
+        /* Kept values are short; anything longer than the cap is marked by length. */
+        size_t room = AUTH_HEADER_MAX + 1;
+        if (hp->value.len < room)
+            buf_append(&hp->value, at, len < room - hp->value.len ? len : room - hp->value.len);
+    }
+    return 0;
+}
+
+static int request_id_valid(const char *s, size_t n)
+{
+    if (n == 0 || n > REQUEST_ID_MAX)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                 c == '-' || c == '_' || c == '.';
+        if (!ok)
+            return 0;
+    }
+    return 1;
+}
+
+/* application/json, optionally followed by parameters (";charset=utf-8"), any case. */
+static int content_type_is_json(const char *s, size_t n)
+{
+    static const char want[] = "application/json";
+    size_t w = sizeof want - 1;
+    if (n < w || strncasecmp(s, want, w) != 0)
+        return 0;
+    return n == w || s[w] == ';' || s[w] == ' ' || s[w] == '\t';
+}
+
+static int on_header_value_complete(llhttp_t *llh)
+{
+    struct http_parser *hp = parser_of(llh);
+    struct request *req = hp->cur;
+    const char *v = hp->value.data;
+    size_t n = hp->value.len;
+    switch (hp->field_id) {
+    case F_HOST:
+        req->has_host = 1;
+        break;
+    case F_CONTENT_TYPE:
+        req->content_type = content_type_is_json(v, n) ? 1 : 2;
+        break;
+    case F_AUTHORIZATION:
+        if (n > AUTH_HEADER_MAX) {
+            req->auth_len = AUTH_HEADER_MAX + 1;
+        } else {
+            memcpy(req->auth, v, n);
+            req->auth[n] = '\0';
+            req->auth_len = (uint16_t)n;
+        }
+        break;
+    case F_REQUEST_ID:
+        if (request_id_valid(v, n)) {
+            memcpy(req->request_id, v, n);
+            req->request_id[n] = '\0';
+            req->request_id_len = (uint8_t)n;
+        } else {
+            req->request_id_len = 0;
+        }
+        break;
+    default:
+        break;
+    }
+    return 0;
+}
+
+static int on_headers_complete(llhttp_t *llh)
+{
+    struct http_parser *hp = parser_of(llh);
+    struct request *req = hp->cur;
+    hp->in_headers = 0;
+    req->http_minor = llh->http_minor;
+    if (llh->http_major != 1)
+        return fail(hp, 400, "unsupported HTTP version");
+    if (llh->http_minor >= 1 && !req->has_host)
+        return fail(hp, 400, "missing Host header");
+    /* Checked before any body byte is stored. */
+    if ((llh->flags & F_CONTENT_LENGTH) && llh->content_length > hp->lim->max_body)
+        return fail(hp, 413, "body too large");
+    return 0;
+}
+
+static int on_body(llhttp_t *llh, const char *at, size_t len)
+{
+    struct http_parser *hp = parser_of(llh);
+    if (buf_append_capped(&hp->cur->body, at, len, hp->lim->max_body) != 0)
+        return fail(hp, 413, "body too large");
+    return 0;
+}
+
+static int on_message_complete(llhttp_t *llh)
+{
+    struct http_parser *hp = parser_of(llh);
+    struct request *req = hp->cur;
+    req->method = (uint8_t)llh->method;
+    req->keep_alive = (uint8_t)llhttp_should_keep_alive(llh);
+    req->parsed_ns = now_ns();
+    return HPE_PAUSED; /* always: feed() hands the request over and rescans headers */
+}
+
+static const llhttp_settings_t settings = {
+    .on_message_begin = on_message_begin,
+    .on_url = on_url,
+    .on_header_field = on_header_field,
+    .on_header_field_complete = on_header_field_complete,
+    .on_header_value = on_header_value,
+    .on_header_value_complete = on_header_value_complete,
+    .on_headers_complete = on_headers_complete,
+    .on_body = on_body,
+    .on_message_complete = on_message_complete,
+};
+
+void http_parser_init(struct http_parser *hp, const struct http_limits *lim,
+                      const struct http_parser_ops *ops, void *ctx)
+{
+    memset(hp, 0, sizeof *hp);
+    llhttp_init(&hp->llh, HTTP_REQUEST, &settings);
+    hp->lim = lim;
+    hp->ops = ops;
+    hp->ctx = ctx;
+    hp->line_state = SC_REQ_LINE;
+}
+
+void http_parser_destroy(struct http_parser *hp, struct request **partial)
+{
+    *partial = hp->cur;
+    hp->cur = NULL;
+    buf_free(&hp->value);
+}
+
+/* Scans raw header bytes of the current message for what llhttp 8.1.0 lets through:
+ * obs-fold (a header line starting with SP/HT), an empty header name (a line starting
+ * with ':'), and a CR not followed by LF. Stops at the end of the header block.
+ * Returns 0 or -EINVAL (hp->error_* set). */
+static int scan_headers(struct http_parser *hp, const char *data, size_t len)
+{
+    uint8_t st = hp->line_state;
+    for (size_t i = 0; i < len && st != SC_DONE; i++) {
+        char c = data[i];
+        switch (st) {
+        case SC_REQ_LINE:
+            if (c == '\r')
+                st = SC_REQ_LINE_CR;
+            else if (c == '\n')
+                st = SC_LINE_START;
+            break;
+        case SC_REQ_LINE_CR:
+            if (c != '\n')
+                goto bare_cr;
+            st = SC_LINE_START;
+            break;
+        case SC_LINE_START:
+            if (c == ' ' || c == '\t') {
+                fail(hp, 400, "obsolete line folding");
+                return -EINVAL;
+            }
+            if (c == ':') {
+                fail(hp, 400, "empty header name");
+                return -EINVAL;
+            }
+            if (c == '\r')
+                st = SC_END_CR;
+            else if (c == '\n')
+                st = SC_DONE;
+            else
+                st = SC_IN_LINE;
+            break;
+        case SC_IN_LINE:
+            if (c == '\r')
+                st = SC_CR;
+            else if (c == '\n')
+                st = SC_LINE_START;
+            break;
+        case SC_CR:
+            if (c != '\n')
+                goto bare_cr;
+            st = SC_LINE_START;
+            break;
+        case SC_END_CR:
+            if (c != '\n')
+                goto bare_cr;
+            st = SC_DONE;
+            break;
+        }
+    }
+    hp->line_state = st;
+    return 0;
+bare_cr:
+    fail(hp, 400, "bare CR in header block");
+    return -EINVAL;
+}
+
+static void map_llhttp_error(struct http_parser *hp, llhttp_errno_t err)
+{
+    if (err == HPE_USER)
+        return; /* set by a callback */
+    hp->error_status = 400;
+    switch (err) {
+    case HPE_INVALID_CONTENT_LENGTH: {
+        const char *r = llhttp_get_error_reason(&hp->llh);
+        if (r != NULL && strstr(r, "overflow") != NULL) {
+            hp->error_status = 413;
+            hp->error_reason = "body too large";
+        } else {
+            hp->error_reason = "invalid Content-Length";
+        }
+        break;
+    }
+    case HPE_UNEXPECTED_CONTENT_LENGTH:
+        hp->error_reason = "conflicting message length";
+        break;
+    case HPE_INVALID_TRANSFER_ENCODING:
+        hp->error_reason = "invalid Transfer-Encoding";
+        break;
+    case HPE_INVALID_CHUNK_SIZE:
+        hp->error_reason = "invalid chunk size";
+        break;
+    case HPE_INVALID_URL:
+        hp->error_reason = "invalid request target";
+        break;
+    case HPE_INVALID_METHOD:
+        hp->error_reason = "invalid method";
+        break;
+    case HPE_INVALID_VERSION:
+        hp->error_reason = "invalid HTTP version";
+        break;
+    default:
+        hp->error_reason = "malformed request";
+        break;
+    }
+}
+
+int http_parser_feed(struct http_parser *hp, const char *data, size_t len, size_t *consumed)
+{
+    size_t off = 0;
+    *consumed = 0;
+    while (off < len) {
+        if (hp->line_state != SC_DONE && scan_headers(hp, data + off, len - off) != 0)
+            return -EINVAL;
+        llhttp_errno_t err = llhttp_execute(&hp->llh, data + off, len - off);
+        if (err == HPE_OK) {
+            off = len;
+            break;
+        }
+        if (err != HPE_PAUSED) {
+            map_llhttp_error(hp, err);
+            *consumed = off;
+            return -EINVAL;
+        }
+        /* A message is complete: hand it over, rescan the next one's headers. */
+        off = (size_t)(llhttp_get_error_pos(&hp->llh) - data);
+        llhttp_resume(&hp->llh);
+        hp->line_state = SC_REQ_LINE;
+        struct request *req = hp->cur;
+        hp->cur = NULL;
+        if (hp->ops->complete(hp->ctx, req)) {
+            *consumed = off;
+            return 1;
+        }
+    }
+    *consumed = off;
+    return 0;
+}
+
+void http_parser_resume(struct http_parser *hp)
+{
+    (void)hp; /* llhttp was resumed when the message completed; kept for symmetry */
+}
+
+int http_parser_mid_request(const struct http_parser *hp)
+{
+    return hp->cur != NULL;
+}
+
+int http_parser_in_headers(const struct http_parser *hp)
+{
+    return hp->cur != NULL && hp->in_headers;
+}
+
+/* ---- rendering ---- */
+
+const char *http_status_text(unsigned status)
+{
+    switch (status) {
+    case 200: return "OK";
+    case 201: return "Created";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 408: return "Request Timeout";
+    case 413: return "Content Too Large";
+    case 414: return "URI Too Long";
+    case 415: return "Unsupported Media Type";
+    case 431: return "Request Header Fields Too Large";
+    case 500: return "Internal Server Error";
+    case 503: return "Service Unavailable";
+    default: return "Unknown";
+    }
+}
+
+/* "Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n", refreshed at most once a second per thread. */
+static _Thread_local char date_line[48];
+static _Thread_local size_t date_len;
+static _Thread_local time_t date_sec;
+
+static void date_refresh(void)
+{
+    time_t t = time(NULL);
+    if (t == date_sec && date_len)
+        return;
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    date_len = strftime(date_line, sizeof date_line, "Date: %a, %d %b %Y %H:%M:%S GMT\r\n", &tm);
+    date_sec = t;
+}
+
+static const char *content_type_line(uint8_t ct)
+{
+    switch (ct) {
+    case CT_TEXT: return "Content-Type: text/plain\r\n";
+    case CT_JSON: return "Content-Type: application/json\r\n";
+    case CT_PROMETHEUS: return "Content-Type: text/plain; version=0.0.4\r\n";
+    default: return "";
+    }
+}
+
+void http_render_response(struct buf *out, const struct response *resp, const char *request_id,
+                          int close)
+{
+    char num[24];
+    size_t n;
+    date_refresh();
+    buf_reserve(out, 256 + resp->body.len);
+    buf_append_str(out, "HTTP/1.1 ");
+    n = u64_to_dec(resp->status, num);
+    buf_append(out, num, n);
+    buf_append(out, " ", 1);
+    buf_append_str(out, http_status_text(resp->status));
+    buf_append_str(out, "\r\nServer: refsrv\r\n");
+    buf_append(out, date_line, date_len);
+    buf_append_str(out, content_type_line(resp->content_type));
+    buf_append_str(out, "Content-Length: ");
+    n = u64_to_dec(resp->body.len, num);
+    buf_append(out, num, n);
+    buf_append_str(out, "\r\n");
+    if (close)
+        buf_append_str(out, "Connection: close\r\n");
+    if ((resp->flags & RESP_REQUEST_ID) && request_id != NULL && request_id[0]) {
+        buf_append_str(out, "X-Request-Id: ");
+        buf_append_str(out, request_id);
+        buf_append_str(out, "\r\n");
+    }
+    if (resp->flags & RESP_LOCATION) {
+        buf_append_str(out, "Location: /users/");
+        n = u64_to_dec(resp->location_id, num);
+        buf_append(out, num, n);
+        buf_append_str(out, "\r\n");
+    }
+    if (resp->allow != NULL) {
+        buf_append_str(out, "Allow: ");
+        buf_append_str(out, resp->allow);
+        buf_append_str(out, "\r\n");
+    }
+    if (resp->flags & RESP_RETRY_AFTER)
+        buf_append_str(out, "Retry-After: 1\r\n");
+    buf_append_str(out, "\r\n");
+    buf_append(out, resp->body.data, resp->body.len);
+}
+
+void http_error_response(struct response *resp, uint16_t status, const char *reason)
+{
+    resp->status = status;
+    resp->content_type = CT_JSON;
+    buf_reset(&resp->body);
+    json_append_error(&resp->body, reason);
+}

@@ -1,0 +1,69 @@
+/* metrics: per-thread request counters and handler-latency histograms, merged only
+ * when /metrics is rendered (Prometheus text exposition 0.0.4). Each struct metrics has
+ * one writer thread; counters are written with relaxed atomic stores so the renderer on
+ * another thread reads them without locks or torn values.
+ * The latency histogram is log-linear with 2 significant digits (1% buckets, 1 us ..
+ * 60 s) and is exposed as a cumulative histogram with only the bucket edges where the
+ * count changes (plus +Inf): the cumulative count at an edge not shown equals the count
+ * at the nearest shown edge below it. */
+#ifndef COMMON_METRICS_H
+#define COMMON_METRICS_H
+
+#include <stdint.h>
+
+#include "histogram.h"
+#include "request.h"
+#include "util.h"
+
+/* Status codes the servers answer with, as counter columns. */
+enum metrics_status {
+    MS_200, MS_201, MS_400, MS_401, MS_404, MS_405, MS_408, MS_413, MS_414, MS_415, MS_431,
+    MS_500, MS_503, MS_OTHER, MS_COUNT
+};
+
+struct metrics {
+    uint64_t requests[ROUTE_COUNT][MS_COUNT];
+    uint64_t overload_rejections; /* 503 from a full mailbox or queue */
+    uint64_t connections_accepted;
+    uint64_t connections_rejected; /* over --max-conns or accept errors */
+    int64_t open_connections;      /* gauge, this thread's share */
+    struct histogram *latency_us;  /* handler latency: parsed -> handed to the socket */
+};
+
+/* Initialises m (histogram allocated; aborts on OOM). Free with metrics_destroy. */
+void metrics_init(struct metrics *m);
+void metrics_destroy(struct metrics *m);
+
+/* Writer-thread updates. */
+void metrics_count_request(struct metrics *m, unsigned route, unsigned status,
+                           uint64_t latency_us);
+void metrics_add(uint64_t *counter, int64_t delta);
+
+/* Shared, read-only registry of every thread's metrics, owned by main. */
+struct metrics_registry {
+    struct metrics **threads;
+    unsigned count;
+    const uint64_t *store_users; /* gauge written with relaxed stores by the store owner */
+    /* Appends architecture-specific lines (actor mailboxes); may be NULL. */
+    void (*extra)(struct buf *out, void *ctx);
+    void *extra_ctx;
+};
+
+/* Renders the Prometheus text of every registered thread, merged. Any thread. */
+void metrics_render(const struct metrics_registry *reg, struct buf *out);
+
+/* Relaxed atomic helpers for single-writer counters read elsewhere. */
+static inline void counter_inc(uint64_t *c)
+{
+    __atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+}
+static inline uint64_t counter_get(const uint64_t *c)
+{
+    return __atomic_load_n(c, __ATOMIC_RELAXED);
+}
+static inline void counter_set(uint64_t *c, uint64_t v)
+{
+    __atomic_store_n(c, v, __ATOMIC_RELAXED);
+}
+
+#endif

@@ -1,0 +1,188 @@
+/* options: getopt_long parsing of the servers' shared flags. */
+#include "options.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+unsigned options_cpu_count(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) {
+        int n = CPU_COUNT(&set);
+        if (n > 0)
+            return (unsigned)n;
+    }
+    return 1;
+}
+
+void options_usage(FILE *out, const char *prog, int allow_workers)
+{
+    fprintf(out,
+            "usage: %s [options]\n"
+            "  --store=memory|sqlite   users store (default memory)\n"
+            "  --host ADDR             IPv4 address to listen on (default 127.0.0.1)\n"
+            "  --port N                TCP port, 0 picks a free one (default 8080)\n"
+            "  --threads N             I/O event loops (default: CPUs in the affinity mask, %u)\n"
+            "%s"
+            "  --db PATH               SQLite database file (default %s.db)\n"
+            "  --bearer TOKEN          token for Authorization: Bearer (default $BEARER, else\n"
+            "                          test-token-aaaaaaaaaaaaaaaaaaaa)\n"
+            "  --seed-users N          users 1..N created at start (default 10000)\n"
+            "  --access-log PATH       access log file (default /dev/null)\n"
+            "  --max-conns N           open connections before new ones are closed (default 10000)\n"
+            "  --max-body BYTES        request body limit, 413 above (default 65536)\n"
+            "  --help                  this text\n"
+            "Prints 'listening on http://HOST:PORT' on stderr when ready; SIGINT/SIGTERM stop it\n"
+            "gracefully (exit 0).\n",
+            prog, options_cpu_count(),
+            allow_workers ? "  --workers M             actor scheduler threads; 0 runs actors on the I/O\n"
+                            "                          loop threads (default 0)\n"
+                          : "",
+            prog);
+}
+
+static int parse_num(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+    uint64_t v;
+    if (s == NULL || parse_u64(s, strlen(s), &v) != 0 || v < min || v > max)
+        return -EINVAL;
+    *out = v;
+    return 0;
+}
+
+int options_parse(struct options *o, int argc, char **argv, const char *prog,
+                  int allow_workers)
+{
+    enum { O_STORE = 1, O_HOST, O_PORT, O_THREADS, O_DB, O_BEARER, O_SEED, O_LOG, O_MAXC,
+           O_MAXB, O_WORKERS, O_HELP };
+    static const struct option longopts[] = {
+        {"store", required_argument, NULL, O_STORE},
+        {"host", required_argument, NULL, O_HOST},
+        {"port", required_argument, NULL, O_PORT},
+        {"threads", required_argument, NULL, O_THREADS},
+        {"db", required_argument, NULL, O_DB},
+        {"bearer", required_argument, NULL, O_BEARER},
+        {"seed-users", required_argument, NULL, O_SEED},
+        {"access-log", required_argument, NULL, O_LOG},
+        {"max-conns", required_argument, NULL, O_MAXC},
+        {"max-body", required_argument, NULL, O_MAXB},
+        {"workers", required_argument, NULL, O_WORKERS},
+        {"help", no_argument, NULL, O_HELP},
+        {NULL, 0, NULL, 0},
+    };
+    memset(o, 0, sizeof *o);
+    o->store = STORE_MEMORY;
+    o->host = "127.0.0.1";
+    o->port = 8080;
+    o->threads = options_cpu_count();
+    o->db_path = NULL;
+    const char *env = getenv("BEARER");
+    o->bearer = env && env[0] ? env : "test-token-aaaaaaaaaaaaaaaaaaaa";
+    o->seed_users = 10000;
+    o->access_log = "/dev/null";
+    o->max_conns = 10000;
+    o->max_body = 65536;
+    o->workers = allow_workers ? 0 : -1;
+
+    optind = 1;
+    opterr = 0;
+    int c;
+    uint64_t v;
+    const char *bad = NULL;
+    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+        switch (c) {
+        case O_STORE:
+            if (strcmp(optarg, "memory") == 0)
+                o->store = STORE_MEMORY;
+            else if (strcmp(optarg, "sqlite") == 0)
+                o->store = STORE_SQLITE;
+            else
+                bad = "--store must be memory or sqlite";
+            break;
+        case O_HOST:
+            o->host = optarg;
+            break;
+        case O_PORT:
+            if (parse_num(optarg, 0, 65535, &v) == 0)
+                o->port = (int)v;
+            else
+                bad = "--port must be 0..65535";
+            break;
+        case O_THREADS:
+            if (parse_num(optarg, 1, 256, &v) == 0)
+                o->threads = (unsigned)v;
+            else
+                bad = "--threads must be 1..256";
+            break;
+        case O_DB:
+            o->db_path = optarg;
+            break;
+        case O_BEARER:
+            if (optarg[0] == '\0' || strlen(optarg) > 256)
+                bad = "--bearer must be 1..256 bytes";
+            else
+                o->bearer = optarg;
+            break;
+        case O_SEED:
+            if (parse_num(optarg, 0, 100000000, &v) == 0)
+                o->seed_users = v;
+            else
+                bad = "--seed-users must be 0..100000000";
+            break;
+        case O_LOG:
+            o->access_log = optarg;
+            break;
+        case O_MAXC:
+            if (parse_num(optarg, 1, 10000000, &v) == 0)
+                o->max_conns = (unsigned)v;
+            else
+                bad = "--max-conns must be 1..10000000";
+            break;
+        case O_MAXB:
+            if (parse_num(optarg, 1, 64ull << 20, &v) == 0)
+                o->max_body = v;
+            else
+                bad = "--max-body must be 1..67108864";
+            break;
+        case O_WORKERS:
+            if (!allow_workers)
+                bad = "unknown option --workers";
+            else if (parse_num(optarg, 0, 256, &v) == 0)
+                o->workers = (int)v;
+            else
+                bad = "--workers must be 0..256";
+            break;
+        case O_HELP:
+            o->help = 1;
+            break;
+        case ':':
+            bad = "an option is missing its value";
+            break;
+        default:
+            bad = "unknown option";
+            break;
+        }
+        if (bad)
+            break;
+    }
+    if (!bad && optind < argc)
+        bad = "unexpected argument";
+    if (bad) {
+        if (strcmp(bad, "unknown option") == 0 && optind > 0 && optind <= argc)
+            fprintf(stderr, "%s: unknown option '%s'\n", prog, argv[optind - 1]);
+        else if (strcmp(bad, "unexpected argument") == 0)
+            fprintf(stderr, "%s: unexpected argument '%s'\n", prog, argv[optind]);
+        else
+            fprintf(stderr, "%s: %s\n", prog, bad);
+        options_usage(stderr, prog, allow_workers);
+        return -EINVAL;
+    }
+    if (o->db_path == NULL)
+        o->db_path = strcmp(prog, "actor-server") == 0 ? "actor-server.db" : "async-server.db";
+    return 0;
+}

@@ -1,0 +1,36 @@
+/* options: the command line both servers share (DESIGN.md section 5), parsed the same
+ * way so a flag means the same thing to both. The actor server adds --workers.
+ * Bad input never aborts: options_parse reports it and the caller exits 2. */
+#ifndef COMMON_OPTIONS_H
+#define COMMON_OPTIONS_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "store.h"
+
+struct options {
+    enum store_kind store;
+    const char *host;
+    int port;
+    unsigned threads;      /* default: CPUs in the affinity mask */
+    const char *db_path;   /* sqlite; default "<program>.db" */
+    const char *bearer;    /* default $BEARER, else test-token-aaaaaaaaaaaaaaaaaaaa */
+    uint64_t seed_users;   /* default 10000 */
+    const char *access_log;/* default /dev/null */
+    unsigned max_conns;    /* default 10000 */
+    uint64_t max_body;     /* default 65536 */
+    int workers;           /* actor server: scheduler threads; -1 when not allowed */
+    int help;
+};
+
+/* Parses argv into *o (defaults first). `prog` names the program in messages and the
+ * default db file; allow_workers enables --workers. Returns 0, or -EINVAL after printing
+ * the problem and the usage to stderr (caller exits 2). --help sets o->help. */
+int options_parse(struct options *o, int argc, char **argv, const char *prog,
+                  int allow_workers);
+void options_usage(FILE *out, const char *prog, int allow_workers);
+/* CPUs in this process's affinity mask (>= 1). */
+unsigned options_cpu_count(void);
+
+#endif

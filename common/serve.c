@@ -1,0 +1,112 @@
+/* serve: process lifecycle shared by both servers; signals are taken with sigwait on
+ * the main thread (blocked everywhere else), so no work happens in a signal handler. */
+#include "serve.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int serve_main(int argc, char **argv, const struct serve_arch *arch)
+{
+    struct serve_ctx *ctx = xcalloc(1, sizeof *ctx);
+    int code = 1;
+    char err[512] = "";
+
+    if (options_parse(&ctx->opt, argc, argv, arch->prog, arch->allow_workers) != 0) {
+        free(ctx);
+        return 2;
+    }
+    if (ctx->opt.help) {
+        options_usage(stdout, arch->prog, arch->allow_workers);
+        free(ctx);
+        return 0;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL); /* inherited by every thread created below */
+
+    /* acquire: the access log */
+    int rc = accesslog_open(&ctx->log, ctx->opt.access_log);
+    if (rc < 0) {
+        fprintf(stderr, "%s: cannot open access log '%s': %s\n", arch->prog,
+                ctx->opt.access_log, strerror(-rc));
+        goto out_free;
+    }
+    /* acquire: the store */
+    struct store_options so = {
+        .kind = ctx->opt.store, .db_path = ctx->opt.db_path, .seed_users = ctx->opt.seed_users};
+    rc = store_open(&so, &ctx->store, err, sizeof err);
+    if (rc < 0) {
+        fprintf(stderr, "%s: cannot open the %s store: %s\n", arch->prog,
+                ctx->opt.store == STORE_SQLITE ? "sqlite" : "memory", err);
+        goto out_log;
+    }
+    ctx->app.bearer = ctx->opt.bearer;
+    ctx->app.bearer_len = strlen(ctx->opt.bearer);
+    ctx->app.registry = &ctx->registry;
+    counter_set(&ctx->app.store_users, store_count(ctx->store));
+
+    /* acquire: the loops and their listeners */
+    struct server_config cfg;
+    server_config_default(&cfg);
+    cfg.host = ctx->opt.host;
+    cfg.port = ctx->opt.port;
+    cfg.threads = ctx->opt.threads;
+    cfg.max_conns = ctx->opt.max_conns;
+    cfg.limits.max_body = ctx->opt.max_body;
+    rc = server_create(&cfg, arch->hooks, ctx, &ctx->srv, err, sizeof err);
+    if (rc < 0) {
+        fprintf(stderr, "%s: %s\n", arch->prog, err);
+        goto out_store;
+    }
+    unsigned n = server_loop_count(ctx->srv);
+    ctx->registry.threads = xcalloc(n, sizeof *ctx->registry.threads);
+    ctx->registry.count = n;
+    for (unsigned i = 0; i < n; i++)
+        ctx->registry.threads[i] = server_loop_metrics(server_loop_at(ctx->srv, i));
+    ctx->registry.store_users = &ctx->app.store_users;
+
+    /* acquire: the architecture */
+    if (arch->init != NULL && arch->init(ctx) != 0)
+        goto out_server;
+    rc = server_start(ctx->srv);
+    if (rc < 0) {
+        fprintf(stderr, "%s: cannot start threads: %s\n", arch->prog, strerror(-rc));
+        server_stop(ctx->srv);
+        goto out_arch;
+    }
+    fprintf(stderr, "%s: listening on http://%s:%d (store=%s, threads=%u%s)\n", arch->prog,
+            ctx->opt.host, server_port(ctx->srv), store_kind_name(ctx->store), n,
+            arch->allow_workers ? (ctx->opt.workers ? ", workers" : ", workers=0") : "");
+    if (arch->allow_workers && ctx->opt.workers)
+        fprintf(stderr, "%s: workers=%d\n", arch->prog, ctx->opt.workers);
+
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    fprintf(stderr, "%s: %s received, stopping\n", arch->prog, sig == SIGINT ? "SIGINT" : "SIGTERM");
+    server_stop(ctx->srv);
+    code = 0;
+out_arch:
+    if (arch->stopping != NULL)
+        arch->stopping(ctx);
+out_server:
+    server_join_and_free(ctx->srv);
+    if (arch->fini != NULL)
+        arch->fini(ctx);
+    free(ctx->registry.threads);
+out_store:
+    store_close(ctx->store);
+out_log:
+    accesslog_close(&ctx->log);
+out_free:
+    free(ctx);
+    if (code == 0)
+        fprintf(stderr, "%s: stopped\n", arch->prog);
+    return code;
+}

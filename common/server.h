@@ -1,0 +1,79 @@
+/* server: the connection layer both servers share: N libuv loops, one thread each, each
+ * with its own SO_REUSEPORT listener; accept, read, parse (http.c), keep responses in
+ * request order per connection, batch writes (one flush per loop iteration, uv_try_write
+ * first), header/idle timeouts, --max-conns, EMFILE without spinning, graceful stop.
+ * What happens between "request parsed" and "response decided" is the architecture's
+ * business (hooks->on_request); it must end in server_respond() on the same loop.
+ * Invariants: a request and its connection belong to one loop; a connection's memory
+ * lives until its last in-flight request is answered (reference count), so a late reply
+ * never touches freed or reused memory. */
+#ifndef COMMON_SERVER_H
+#define COMMON_SERVER_H
+
+#include <stdint.h>
+#include <uv.h>
+
+#include "http.h"
+#include "metrics.h"
+#include "request.h"
+
+struct server_config {
+    const char *host;
+    int port;                  /* 0: pick a free port (all loops share it) */
+    unsigned threads;
+    unsigned max_conns;        /* over it: accept and close */
+    unsigned max_pipeline;     /* in-flight requests per connection before reading pauses */
+    uint64_t header_timeout_ms;
+    uint64_t idle_timeout_ms;
+    uint64_t stop_timeout_ms;  /* graceful stop: force-close connections after this */
+    struct http_limits limits;
+};
+
+/* Defaults: 127.0.0.1:8080, 1 thread, 10000 conns, pipeline 16, 10 s / 60 s / 1500 ms. */
+void server_config_default(struct server_config *cfg);
+
+struct server;
+struct server_loop;
+
+struct server_hooks {
+    /* On the loop's thread, before it serves; may set server_loop_set_data. */
+    void (*loop_init)(struct server_loop *l, void *ctx);
+    /* On the loop's thread, after every connection is gone; must close the handles it
+     * created on the loop. */
+    void (*loop_fini)(struct server_loop *l, void *ctx);
+    /* A parsed request; ownership passes to the architecture until server_respond. */
+    void (*on_request)(struct server_loop *l, struct request *req, void *ctx);
+    /* About twice a second on each loop (log flushing). May be NULL. */
+    void (*on_tick)(struct server_loop *l, void *ctx);
+};
+
+/* Creates the loops and binds every listener (so bind errors surface here): 0, or a
+ * negative libuv error with a message in err. Borrows cfg, hooks and ctx. */
+int server_create(const struct server_config *cfg, const struct server_hooks *hooks, void *ctx,
+                  struct server **out, char *err, size_t errlen);
+/* The port actually bound (useful with port 0). */
+int server_port(const struct server *s);
+/* Starts one thread per loop. 0 or -errno. */
+int server_start(struct server *s);
+/* Asks every loop to stop accepting and finish in-flight requests; any thread
+ * (async-signal-unsafe: call from a normal thread, e.g. after sigwait). */
+void server_stop(struct server *s);
+/* Joins the loop threads (after server_stop) and frees everything. */
+void server_join_and_free(struct server *s);
+
+unsigned server_loop_count(const struct server *s);
+struct server_loop *server_loop_at(struct server *s, unsigned i);
+/* Per-loop metrics, written only on that loop's thread. */
+struct metrics *server_loop_metrics(struct server_loop *l);
+uv_loop_t *server_loop_uv(struct server_loop *l);
+unsigned server_loop_index(const struct server_loop *l);
+void server_loop_set_data(struct server_loop *l, void *data);
+void *server_loop_data(const struct server_loop *l);
+
+/* Hands the decided response of req (req->resp, status != 0) back to its connection.
+ * Loop thread only. Takes req: it is rendered when every earlier request on the
+ * connection has been, then returned to the loop's pool; if the connection is gone it is
+ * just freed. The write happens at the end of the loop iteration. */
+void server_respond(struct server_loop *l, struct request *req);
+
+#endif
