@@ -1,9 +1,315 @@
-/* main: placeholder so `make` links build/actor-server while the server is being
- * written; the real main.c (CLI, I/O loops, actors) replaces this file. */
+/* actor-server: every request is a message. The I/O loops (common/server.c) parse and
+ * write; each parsed request travels as a message through actors and comes back to its
+ * loop's inbox actor:
+ *   /ping, /metrics, 404:  loop -> router -> inbox
+ *   /users routes:         loop -> router -> request_id -> auth -> store -> logger -> inbox
+ * (auth or validation failures skip the store). The store actor alone owns the store.
+ * Topology: one set of stateless actors (router, request_id, auth, logger) per scheduler
+ * — per I/O loop with --workers 0, per worker thread otherwise — and one store actor (on
+ * loop 0, or worker 0). The message is the struct request itself: no allocation per hop.
+ * Backpressure: a loop holds at most INFLIGHT_MAX requests in actors; beyond that, or
+ * when any mailbox is full, the request is answered 503 + Retry-After: 1 at once. */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
-int main(void)
+#include "actor.h"
+#include "sched.h"
+#include "serve.h"
+
+#define INFLIGHT_MAX 4096  /* per loop; the inbox holds twice that, so it never fills */
+#define INBOX_RING 8192
+#define MW_RING 4096
+#define STORE_RING 8192
+
+struct mw_set {
+    struct actor *router, *request_id, *auth, *logger;
+    struct rid_state rid;
+    struct accesslog_buf log;
+};
+
+struct actor_loop {
+    struct serve_ctx *ctx;
+    struct server_loop *l;
+    struct sched *sched;
+    struct actor *inbox;
+    struct mw_set *set;
+    unsigned inflight;
+    uv_async_t fin_async;
+};
+
+struct actor_state {
+    struct serve_ctx *ctx;
+    unsigned nloops, nsets, nworkers;
+    struct actor_loop *loops;
+    struct mw_set *sets;
+    struct sched **workers;
+    struct actor *store;
+    unsigned busy_loops; /* atomic: loops still serving during a stop */
+};
+
+/* A sentinel message: "flush your log buffer if it is old". */
+static struct request tick_msg;
+
+static struct actor_loop *loop_of(struct request *req)
 {
-    fputs("actor-server: not built yet\n", stderr);
-    return 1;
+    return req->user_data;
+}
+
+/* Hands req back to its loop with a 503; the inbox has room by construction. */
+static void reject_overload(struct request *req)
+{
+    http_error_response(&req->resp, 503, "overloaded");
+    req->resp.flags |= RESP_RETRY_AFTER;
+    if (actor_send(loop_of(req)->inbox, req) != 0)
+        panic("actor-server: inbox full despite the in-flight cap");
+}
+
+static void forward(struct actor *to, struct request *req)
+{
+    if (actor_send(to, req) != 0)
+        reject_overload(req);
+}
+
+static void reply(struct request *req)
+{
+    if (actor_send(loop_of(req)->inbox, req) != 0)
+        panic("actor-server: inbox full despite the in-flight cap");
+}
+
+static void router_fn(struct actor *self, void *msg)
+{
+    struct request *req = msg;
+    if (app_route(req) == APP_USERS)
+        forward(loop_of(req)->set->request_id, req);
+    else
+        reply(req);
+}
+
+static void request_id_fn(struct actor *self, void *msg)
+{
+    struct request *req = msg;
+    struct mw_set *set = self->state;
+    mw_request_id(req, &set->rid);
+    forward(set->auth, req);
+}
+
+static void auth_fn(struct actor *self, void *msg)
+{
+    struct request *req = msg;
+    struct mw_set *set = self->state;
+    struct actor_loop *al = loop_of(req);
+    struct serve_ctx *ctx = al->ctx;
+    struct actor_state *st = ctx->arch;
+    if (mw_auth(req, ctx->app.bearer, ctx->app.bearer_len) == 0 &&
+        app_validate(req) == APP_STORE)
+        forward(st->store, req);
+    else
+        forward(set->logger, req);
+}
+
+static void store_fn(struct actor *self, void *msg)
+{
+    struct request *req = msg;
+    struct serve_ctx *ctx = self->state;
+    app_store_exec(&ctx->app, ctx->store, req);
+    forward(loop_of(req)->set->logger, req);
+}
+
+static void logger_fn(struct actor *self, void *msg)
+{
+    struct mw_set *set = self->state;
+    if (msg == &tick_msg) {
+        accesslog_tick(&set->log, now_ns());
+        return;
+    }
+    struct request *req = msg;
+    accesslog_request(&set->log, req, now_ns());
+    reply(req);
+}
+
+/* Runs on the loop's thread: render and hand to the connection. */
+static void inbox_fn(struct actor *self, void *msg)
+{
+    struct actor_loop *al = self->state;
+    struct request *req = msg;
+    al->inflight--;
+    if (req->resp.status == 503)
+        counter_inc(&server_loop_metrics(al->l)->overload_rejections);
+    app_render_body(&al->ctx->app, req);
+    server_respond(al->l, req);
+}
+
+static void on_request(struct server_loop *l, struct request *req, void *arg)
+{
+    struct actor_loop *al = server_loop_data(l);
+    req->user_data = al;
+    if (al->inflight >= INFLIGHT_MAX || actor_send(al->set->router, req) != 0) {
+        http_error_response(&req->resp, 503, "overloaded");
+        req->resp.flags |= RESP_RETRY_AFTER;
+        counter_inc(&server_loop_metrics(l)->overload_rejections);
+        server_respond(l, req);
+        return;
+    }
+    al->inflight++;
+}
+
+static void on_tick(struct server_loop *l, void *arg)
+{
+    struct actor_loop *al = server_loop_data(l);
+    actor_send(al->set->logger, &tick_msg); /* skipped when full: it is busy anyway */
+}
+
+static void on_fin(uv_async_t *a)
+{
+    struct actor_loop *al = a->data;
+    sched_stop_and_join(al->sched);
+    uv_close((uv_handle_t *)a, NULL);
+}
+
+/* A loop has no connection left. Its scheduler may still run actors other loops need
+ * (the store on loop 0), so schedulers stop only when every loop is done. */
+static void loop_fini(struct server_loop *l, void *arg)
+{
+    struct serve_ctx *ctx = arg;
+    struct actor_state *st = ctx->arch;
+    if (__atomic_sub_fetch(&st->busy_loops, 1, __ATOMIC_ACQ_REL) == 0)
+        for (unsigned i = 0; i < st->nloops; i++)
+            uv_async_send(&st->loops[i].fin_async);
+}
+
+static struct actor *new_actor(const char *name, actor_fn fn, void *state, struct sched *home,
+                               unsigned ring)
+{
+    int err = 0;
+    struct actor *a = actor_new(name, fn, state, home, ring, &err);
+    if (a == NULL)
+        panic("actor-server: actor_new(%s): %d", name, err);
+    return a;
+}
+
+static void metrics_actor(struct buf *out, const struct actor *a, unsigned instance)
+{
+    buf_printf(out, "actor_mailbox_depth{actor=\"%s\",instance=\"%u\"} %u\n", a->name, instance,
+               actor_depth(a));
+    buf_printf(out, "actor_messages_processed_total{actor=\"%s\",instance=\"%u\"} %llu\n",
+               a->name, instance, (unsigned long long)actor_processed(a));
+}
+
+static void metrics_extra(struct buf *out, void *arg)
+{
+    struct actor_state *st = arg;
+    buf_append_str(out, "# TYPE actor_mailbox_depth gauge\n"
+                        "# TYPE actor_messages_processed_total counter\n");
+    for (unsigned i = 0; i < st->nsets; i++) {
+        struct mw_set *set = &st->sets[i];
+        metrics_actor(out, set->router, i);
+        metrics_actor(out, set->request_id, i);
+        metrics_actor(out, set->auth, i);
+        metrics_actor(out, set->logger, i);
+    }
+    metrics_actor(out, st->store, 0);
+    for (unsigned i = 0; i < st->nloops; i++)
+        metrics_actor(out, st->loops[i].inbox, i);
+}
+
+static int arch_init(struct serve_ctx *ctx)
+{
+    struct actor_state *st = xcalloc(1, sizeof *st);
+    ctx->arch = st;
+    st->ctx = ctx;
+    st->nloops = server_loop_count(ctx->srv);
+    st->nworkers = (unsigned)ctx->opt.workers;
+    st->nsets = st->nworkers ? st->nworkers : st->nloops;
+    st->busy_loops = st->nloops;
+    st->loops = xcalloc(st->nloops, sizeof *st->loops);
+    st->sets = xcalloc(st->nsets, sizeof *st->sets);
+    st->workers = xcalloc(st->nworkers ? st->nworkers : 1, sizeof *st->workers);
+
+    /* schedulers: one per loop (its inbox, and the actors with --workers 0), plus workers */
+    for (unsigned i = 0; i < st->nloops; i++) {
+        struct actor_loop *al = &st->loops[i];
+        al->ctx = ctx;
+        al->l = server_loop_at(ctx->srv, i);
+        al->sched = sched_new_uv(server_loop_uv(al->l));
+        uv_async_init(server_loop_uv(al->l), &al->fin_async, on_fin);
+        al->fin_async.data = al;
+        al->inbox = new_actor("inbox", inbox_fn, al, al->sched, INBOX_RING);
+        server_loop_set_data(al->l, al);
+    }
+    for (unsigned w = 0; w < st->nworkers; w++) {
+        char name[32];
+        snprintf(name, sizeof name, "actor-w%u", w % 1000);
+        st->workers[w] = sched_new_thread(name);
+    }
+    for (unsigned i = 0; i < st->nsets; i++) {
+        struct mw_set *set = &st->sets[i];
+        struct sched *home = st->nworkers ? st->workers[i] : st->loops[i].sched;
+        rid_seed(&set->rid, now_ns() ^ ((uint64_t)(i + 1) << 40) ^ 0x7f4a7c15u);
+        accesslog_buf_init(&set->log, &ctx->log);
+        set->router = new_actor("router", router_fn, set, home, MW_RING);
+        set->request_id = new_actor("request_id", request_id_fn, set, home, MW_RING);
+        set->auth = new_actor("auth", auth_fn, set, home, MW_RING);
+        set->logger = new_actor("logger", logger_fn, set, home, MW_RING);
+    }
+    for (unsigned i = 0; i < st->nloops; i++)
+        st->loops[i].set = &st->sets[i % st->nsets];
+    st->store = new_actor("store", store_fn, ctx, st->nworkers ? st->workers[0] : st->loops[0].sched,
+                          STORE_RING);
+    for (unsigned i = 0; i < st->nloops; i++)
+        sched_start(st->loops[i].sched);
+    for (unsigned w = 0; w < st->nworkers; w++) {
+        int rc = sched_start(st->workers[w]);
+        if (rc < 0) {
+            fprintf(stderr, "actor-server: cannot start worker %u: %s\n", w, strerror(-rc));
+            return rc;
+        }
+    }
+    ctx->registry.extra = metrics_extra;
+    ctx->registry.extra_ctx = st;
+    return 0;
+}
+
+static void arch_fini(struct serve_ctx *ctx)
+{
+    struct actor_state *st = ctx->arch;
+    for (unsigned w = 0; w < st->nworkers; w++)
+        sched_stop_and_join(st->workers[w]);
+    for (unsigned i = 0; i < st->nsets; i++) {
+        struct mw_set *set = &st->sets[i];
+        accesslog_buf_destroy(&set->log);
+        actor_free(set->router);
+        actor_free(set->request_id);
+        actor_free(set->auth);
+        actor_free(set->logger);
+    }
+    actor_free(st->store);
+    for (unsigned i = 0; i < st->nloops; i++) {
+        actor_free(st->loops[i].inbox);
+        sched_free(st->loops[i].sched);
+    }
+    for (unsigned w = 0; w < st->nworkers; w++)
+        sched_free(st->workers[w]);
+    free(st->workers);
+    free(st->sets);
+    free(st->loops);
+    free(st);
+}
+
+static const struct server_hooks hooks = {
+    .loop_fini = loop_fini,
+    .on_request = on_request,
+    .on_tick = on_tick,
+};
+
+int main(int argc, char **argv)
+{
+    static const struct serve_arch arch = {
+        .prog = "actor-server",
+        .allow_workers = 1,
+        .hooks = &hooks,
+        .init = arch_init,
+        .fini = arch_fini,
+    };
+    return serve_main(argc, argv, &arch);
 }

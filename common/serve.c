@@ -81,11 +81,11 @@ int serve_main(int argc, char **argv, const struct serve_arch *arch)
         server_stop(ctx->srv);
         goto out_arch;
     }
+    char workers[32] = "";
+    if (arch->allow_workers)
+        snprintf(workers, sizeof workers, ", workers=%d", ctx->opt.workers);
     fprintf(stderr, "%s: listening on http://%s:%d (store=%s, threads=%u%s)\n", arch->prog,
-            ctx->opt.host, server_port(ctx->srv), store_kind_name(ctx->store), n,
-            arch->allow_workers ? (ctx->opt.workers ? ", workers" : ", workers=0") : "");
-    if (arch->allow_workers && ctx->opt.workers)
-        fprintf(stderr, "%s: workers=%d\n", arch->prog, ctx->opt.workers);
+            ctx->opt.host, server_port(ctx->srv), store_kind_name(ctx->store), n, workers);
 
     int sig = 0;
     sigwait(&sigs, &sig);
