@@ -166,8 +166,8 @@ int config_parse(int argc, char **argv, const char *env_bearer, struct config *c
     cfg->bearer = env_bearer && *env_bearer ? env_bearer : DEFAULT_BEARER;
     const char *url = NULL;
     opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+    int c, li = -1;
+    while ((c = getopt_long(argc, argv, ":h", opts, &li)) != -1) {
         const char *a = optarg;
         int bad = 0;
         switch (c) {
@@ -222,8 +222,9 @@ int config_parse(int argc, char **argv, const char *env_bearer, struct config *c
             snprintf(err, errlen, "unknown option '%s'", argv[optind - 1]);
             return -EINVAL;
         }
-        if (bad) {
-            snprintf(err, errlen, "bad value '%s' for option '%s'", a, argv[optind - 1]);
+        if (bad) { /* only options with values set bad */
+            snprintf(err, errlen, "bad value '%s' for option '--%s'", a,
+                     li >= 0 ? opts[li].name : "?");
             return -EINVAL;
         }
     }
