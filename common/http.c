@@ -14,7 +14,10 @@
 enum field_id { F_OTHER, F_HOST, F_CONTENT_TYPE, F_AUTHORIZATION, F_REQUEST_ID };
 
 /* Raw header scanner states. */
-enum { SC_REQ_LINE, SC_REQ_LINE_CR, SC_LINE_START, SC_IN_LINE, SC_CR, SC_END_CR, SC_DONE };
+enum {
+    SC_PRE, SC_PRE_CR, /* empty lines before the request line, which llhttp skips */
+    SC_REQ_LINE, SC_REQ_LINE_CR, SC_LINE_START, SC_IN_LINE, SC_CR, SC_END_CR, SC_DONE
+};
 
 void http_limits_default(struct http_limits *lim)
 {
@@ -282,7 +285,7 @@ void http_parser_init(struct http_parser *hp, const struct http_limits *lim,
     hp->lim = lim;
     hp->ops = ops;
     hp->ctx = ctx;
-    hp->line_state = SC_REQ_LINE;
+    hp->line_state = SC_PRE;
 }
 
 void http_parser_destroy(struct http_parser *hp, struct request **partial)
@@ -302,6 +305,17 @@ static int scan_headers(struct http_parser *hp, const char *data, size_t len)
     for (size_t i = 0; i < len && st != SC_DONE; i++) {
         char c = data[i];
         switch (st) {
+        case SC_PRE:
+            if (c == '\r')
+                st = SC_PRE_CR;
+            else if (c != '\n')
+                st = SC_REQ_LINE;
+            break;
+        case SC_PRE_CR:
+            if (c != '\n')
+                goto bare_cr;
+            st = SC_PRE;
+            break;
         case SC_REQ_LINE:
             if (c == '\r')
                 st = SC_REQ_LINE_CR;
@@ -356,8 +370,9 @@ bare_cr:
 
 static void map_llhttp_error(struct http_parser *hp, llhttp_errno_t err)
 {
-    if (err == HPE_USER)
-        return; /* set by a callback */
+    if (err == HPE_USER || hp->error_status != 0)
+        return; /* set by a callback (llhttp reports *_complete callback errors as
+                 * HPE_CB_*, not as the HPE_USER they returned) */
     hp->error_status = 400;
     switch (err) {
     case HPE_INVALID_CONTENT_LENGTH: {
@@ -414,7 +429,7 @@ int http_parser_feed(struct http_parser *hp, const char *data, size_t len, size_
         /* A message is complete: hand it over, rescan the next one's headers. */
         off = (size_t)(llhttp_get_error_pos(&hp->llh) - data);
         llhttp_resume(&hp->llh);
-        hp->line_state = SC_REQ_LINE;
+        hp->line_state = SC_PRE;
         struct request *req = hp->cur;
         hp->cur = NULL;
         if (hp->ops->complete(hp->ctx, req)) {
