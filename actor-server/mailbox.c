@@ -5,10 +5,14 @@
 #include "mailbox.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
 
 #include "util.h"
+
+/* Polls of the producer tail before a waiting producer yields its CPU. */
+#define MAILBOX_COMMIT_SPIN 128
 
 #if defined(__SANITIZE_THREAD__)
 #define MAILBOX_TSAN 1
@@ -66,15 +70,45 @@ void mailbox_destroy(struct mailbox *mb)
     mb->slots = NULL;
 }
 
+/* Publishes the slot reserved under `ticket` once every earlier ticket is published:
+ * ck's _ck_ring_enqueue_commit_mp, except that a producer waiting for a preempted
+ * earlier one yields its CPU after a short spin instead of spinning for its whole time
+ * slice. With more producer threads than cores, pure spinning convoys behind a
+ * preempted producer: 4 producers on 2 cores managed only ~15-35k messages/s and did
+ * not finish 800,000 messages in 2 minutes; with the yield they take ~3 s. */
+static void mailbox_commit(struct mailbox *mb, unsigned ticket)
+{
+    unsigned spins = 0;
+
+    while (ck_pr_load_uint(&mb->ring.p_tail) != ticket) {
+        if (++spins < MAILBOX_COMMIT_SPIN) {
+            ck_pr_stall();
+        } else {
+            spins = 0;
+            sched_yield();
+        }
+    }
+    /* The slot write is complete before the slot is published. */
+    ck_pr_fence_store();
+    ck_pr_store_uint(&mb->ring.p_tail, ticket + 1);
+}
+
 int mailbox_push(struct mailbox *mb, void *msg)
 {
-    bool ok;
+    unsigned ticket;
+    void **slot;
 
     PUSH_RELEASE(mb);
+    /* Reserves slot `ticket` (a CAS on the producer head), or finds the ring full. */
     RING_BEGIN();
-    ok = ck_ring_enqueue_mpsc(&mb->ring, mb->slots, msg);
+    slot = ck_ring_enqueue_reserve_mpmc(&mb->ring, mb->slots, &ticket);
+    if (slot != NULL)
+        *slot = msg;
     RING_END();
-    return ok ? 0 : -EAGAIN;
+    if (slot == NULL)
+        return -EAGAIN;
+    mailbox_commit(mb, ticket);
+    return 0;
 }
 
 int mailbox_pop(struct mailbox *mb, void **msg)
