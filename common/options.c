@@ -59,7 +59,7 @@ int options_parse(struct options *o, int argc, char **argv, const char *prog,
                   int allow_workers)
 {
     enum { O_STORE = 1, O_HOST, O_PORT, O_THREADS, O_DB, O_BEARER, O_SEED, O_LOG, O_MAXC,
-           O_MAXB, O_WORKERS, O_HELP };
+           O_MAXB, O_WORKERS, O_HELP, O_HDR_TO, O_IDLE_TO };
     static const struct option longopts[] = {
         {"store", required_argument, NULL, O_STORE},
         {"host", required_argument, NULL, O_HOST},
@@ -73,6 +73,9 @@ int options_parse(struct options *o, int argc, char **argv, const char *prog,
         {"max-body", required_argument, NULL, O_MAXB},
         {"workers", required_argument, NULL, O_WORKERS},
         {"help", no_argument, NULL, O_HELP},
+        /* hidden: shorter timeouts for the fault tests */
+        {"header-timeout-ms", required_argument, NULL, O_HDR_TO},
+        {"idle-timeout-ms", required_argument, NULL, O_IDLE_TO},
         {NULL, 0, NULL, 0},
     };
     memset(o, 0, sizeof *o);
@@ -88,6 +91,8 @@ int options_parse(struct options *o, int argc, char **argv, const char *prog,
     o->max_conns = 10000;
     o->max_body = 65536;
     o->workers = allow_workers ? 0 : -1;
+    o->header_timeout_ms = 10000;
+    o->idle_timeout_ms = 60000;
 
     optind = 1;
     opterr = 0;
@@ -159,6 +164,18 @@ int options_parse(struct options *o, int argc, char **argv, const char *prog,
             break;
         case O_HELP:
             o->help = 1;
+            break;
+        case O_HDR_TO:
+            if (parse_num(optarg, 1, 600000, &v) == 0)
+                o->header_timeout_ms = v;
+            else
+                bad = "--header-timeout-ms must be 1..600000";
+            break;
+        case O_IDLE_TO:
+            if (parse_num(optarg, 1, 600000, &v) == 0)
+                o->idle_timeout_ms = v;
+            else
+                bad = "--idle-timeout-ms must be 1..600000";
             break;
         case ':':
             bad = "an option is missing its value";

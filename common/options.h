@@ -21,6 +21,8 @@ struct options {
     unsigned max_conns;    /* default 10000 */
     uint64_t max_body;     /* default 65536 */
     int workers;           /* actor server: scheduler threads; -1 when not allowed */
+    uint64_t header_timeout_ms; /* hidden flag for tests (default 10000) */
+    uint64_t idle_timeout_ms;   /* hidden flag for tests (default 60000) */
     int help;
 };
 

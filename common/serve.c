@@ -60,6 +60,8 @@ int serve_main(int argc, char **argv, const struct serve_arch *arch)
     cfg.threads = ctx->opt.threads;
     cfg.max_conns = ctx->opt.max_conns;
     cfg.limits.max_body = ctx->opt.max_body;
+    cfg.header_timeout_ms = ctx->opt.header_timeout_ms;
+    cfg.idle_timeout_ms = ctx->opt.idle_timeout_ms;
     rc = server_create(&cfg, arch->hooks, ctx, &ctx->srv, err, sizeof err);
     if (rc < 0) {
         fprintf(stderr, "%s: %s\n", arch->prog, err);
