@@ -97,7 +97,7 @@ static inline int in_window(const struct worker *w, uint64_t t_ns)
 
 static void count_error(struct worker *w, enum stats_error e, uint64_t n)
 {
-    if (n == 0 || w->stopping || w->now_ns < w->measure_start_ns)
+    if (n == 0 || w->stopping || !in_window(w, w->now_ns))
         return;
     w->stats.errors[e] += n;
     atomic_store_explicit(&w->stats.progress_errors, stats_errors_total(&w->stats),

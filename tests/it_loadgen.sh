@@ -1,0 +1,242 @@
+#!/usr/bin/env bash
+# it_loadgen.sh: behaviour tests of build/loadgen against the test servers in
+# tests/helpers (stall_server, fault_server) and, when built, build/async-server:
+# usage errors, coordinated-omission correction, rate accuracy, exact error accounting,
+# mix fidelity (loadgen and wrk + wrk_mix.lua, checked with the server's /metrics).
+# Prints TAP. Each loadgen run is 1-3 s; the whole script takes about 25 s.
+set -euo pipefail
+
+BUILD="${BUILD:-build}"
+LOADGEN="${LOADGEN:-$BUILD/loadgen}"
+HELPERS="${HELPERS:-$BUILD/tests/helpers}"
+ASYNC_SERVER="${ASYNC_SERVER:-$BUILD/async-server}"
+WRK="${WRK:-wrk}"
+STALL_MS="${STALL_MS:-500}"      # the one stall of stall_server
+CO_RATE="${CO_RATE:-1000}"       # req/s for the coordinated-omission run
+CO_SECS="${CO_SECS:-3}"
+CO_CONNS="${CO_CONNS:-10}"
+RATE="${RATE:-2000}"             # req/s for the rate-accuracy run (far below capacity)
+RATE_SECS="${RATE_SECS:-2}"
+
+usage() {
+    cat <<USAGE
+usage: tests/it_loadgen.sh [--help]
+Integration tests of loadgen; prints TAP. Environment: BUILD ($BUILD), LOADGEN, HELPERS,
+ASYNC_SERVER ($ASYNC_SERVER), WRK ($WRK), STALL_MS, CO_RATE, CO_SECS, CO_CONNS, RATE,
+RATE_SECS.
+USAGE
+}
+if [[ $# -gt 0 ]]; then
+    case "$1" in
+        -h|--help) usage; exit 0 ;;
+        *) usage >&2; exit 2 ;;
+    esac
+fi
+
+cd "$(dirname "$0")/.."
+TMP=$(mktemp -d)
+PIDS=()
+cleanup() {
+    local p
+    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+    for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+N=0
+ok() { N=$((N + 1)); echo "ok $N - $1"; }
+not_ok() { N=$((N + 1)); echo "not ok $N - $1"; }
+check() { # check NAME CONDITION-COMMAND...
+    local name="$1"; shift
+    if "$@"; then ok "$name"; else not_ok "$name"; fi
+}
+skip() { N=$((N + 1)); echo "ok $N - # SKIP $1"; }
+jget() { jq -r "$2" "$1"; }
+# float comparisons through awk: fcmp A OP B
+fcmp() { awk -v a="$1" -v b="$3" "BEGIN { exit !(a $2 b) }"; }
+
+# Starts a helper server on an ephemeral port; sets SERVER_PID and SERVER_PORT.
+start_helper() {
+    local name="$1"; shift
+    local out="$TMP/$name.out"
+    "$HELPERS/$name" "$@" >"$out" &
+    SERVER_PID=$!
+    PIDS+=("$SERVER_PID")
+    for _ in $(seq 50); do
+        SERVER_PORT=$(awk '/^port /{print $2}' "$out")
+        [[ -n "$SERVER_PORT" ]] && return 0
+        sleep 0.05
+    done
+    echo "# $name did not start" >&2
+    return 1
+}
+# Stops it with SIGTERM and leaves its final counts line in $TMP/NAME.out.
+stop_helper() {
+    kill -TERM "$SERVER_PID"
+    wait "$SERVER_PID" || true
+}
+
+# ---- usage ----
+out=$("$LOADGEN" --help) && rc=0 || rc=$?
+check "--help exits 0" test "$rc" -eq 0
+missing=""
+for f in url mix connections threads duration warmup rate arrivals pipeline timeout bearer seed \
+         json hgrm quiet help; do
+    grep -q -- "--$f" <<<"$out" || missing="$missing $f"
+done
+check "--help documents every flag (missing:${missing:- none})" test -z "$missing"
+rc=0; "$LOADGEN" --url http://127.0.0.1:1 --bogus 2>"$TMP/err" || rc=$?
+check "unknown flag exits 2" test "$rc" -eq 2
+rc=0; "$LOADGEN" --url http://127.0.0.1:1 --duration soon 2>"$TMP/err" || rc=$?
+check "bad --duration exits 2 with a message" \
+    bash -c "[[ $rc -eq 2 ]] && grep -q -- '--duration' '$TMP/err'"
+rc=0; "$LOADGEN" 2>"$TMP/err" || rc=$?
+check "missing --url exits 2" test "$rc" -eq 2
+printf '# a comment\n80 GET /a - 200\n15 GET /b - 2000\n' >"$TMP/bad.mix"
+rc=0; "$LOADGEN" --url http://127.0.0.1:1 --mix "$TMP/bad.mix" 2>"$TMP/err" || rc=$?
+check "bad mix line exits 2 and names line 3 ($(head -c 120 "$TMP/err"))" \
+    bash -c "[[ $rc -eq 2 ]] && grep -q 'line 3' '$TMP/err'"
+# A port nobody listens on: bind one, note it, close it.
+dead_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+rc=0; "$LOADGEN" --url "http://127.0.0.1:$dead_port" --duration 1 --connections 2 --quiet \
+    2>"$TMP/err" || rc=$?
+check "nothing listening: exit 1 ($(head -c 100 "$TMP/err"))" test "$rc" -eq 1
+
+# ---- coordinated omission ----
+start_helper stall_server --stall-ms "$STALL_MS" --stall-after-ms 1000
+"$LOADGEN" --url "http://127.0.0.1:$SERVER_PORT" --rate "$CO_RATE" --duration "$CO_SECS" \
+    --connections "$CO_CONNS" --json "$TMP/co.json" --hgrm "$TMP/co.hgrm" --quiet
+stop_helper
+c99=$(jget "$TMP/co.json" .latency_ms.p99)
+s99=$(jget "$TMP/co.json" .service_time_ms.p99)
+smax=$(jget "$TMP/co.json" .service_time_ms.max)
+# During the stall R*S planned sends queue up; the k-th of them waits S - k/R. The top 1%
+# (0.01*R*D requests) therefore waits at least S - 0.01*D s; allow 50 ms of slack.
+lo=$(awk -v s="$STALL_MS" -v d="$CO_SECS" 'BEGIN { print s - 0.01 * d * 1000 - 50 }')
+hi=$((STALL_MS * 5 / 4))   # loaded CI machines add their own pauses
+check "corrected p99 reflects the stall: $c99 ms in [$lo, $hi]" \
+    bash -c "fcmp() { awk -v a=\"\$1\" -v b=\"\$3\" \"BEGIN { exit !(a \$2 b) }\"; }; fcmp $c99 '>=' $lo && fcmp $c99 '<=' $hi"
+# Only the <= connections requests on the wire when the stall begins see it in service
+# time: fewer than 1% of R*D, so the uncorrected p99 stays far below the stall.
+check "uncorrected p99 does not: $s99 ms < $((STALL_MS / 10)) ms (conns $CO_CONNS < 1% of $((CO_RATE * CO_SECS)))" \
+    fcmp "$s99" '<' "$((STALL_MS / 10))"
+check "uncorrected max still saw the stall: $smax ms >= $((STALL_MS * 8 / 10))" \
+    fcmp "$smax" '>=' "$((STALL_MS * 8 / 10))"
+check "--hgrm wrote a spectrum" grep -q 'Percentile' "$TMP/co.hgrm"
+
+# ---- rate accuracy ----
+start_helper stall_server --stall-ms 0
+"$LOADGEN" --url "http://127.0.0.1:$SERVER_PORT" --rate "$RATE" --duration "$RATE_SECS" \
+    --connections 8 --json "$TMP/rate.json" --quiet
+"$LOADGEN" --url "http://127.0.0.1:$SERVER_PORT" --rate "$RATE" --duration "$RATE_SECS" \
+    --arrivals poisson --threads 2 --connections 8 --json "$TMP/poisson.json" --quiet
+"$LOADGEN" --url "http://127.0.0.1:$SERVER_PORT" --duration 1 --threads 2 --connections 4 \
+    --pipeline 8 --json "$TMP/pipe.json" --quiet
+stop_helper
+want=$((RATE * RATE_SECS))
+got=$(jget "$TMP/rate.json" .requests_completed)
+check "even arrivals: completed $got within 1% of $want" \
+    fcmp "$(awk -v g="$got" -v w="$want" 'BEGIN { d = g - w; if (d < 0) d = -d; print d }')" \
+    '<=' "$(awk -v w="$want" 'BEGIN { print w * 0.01 }')"
+got=$(jget "$TMP/poisson.json" .requests_completed)
+# Poisson counts have sd sqrt(n) (about 1.6% here): 5 sd is 8%.
+check "poisson arrivals, 2 threads: completed $got within 8% of $want" \
+    fcmp "$(awk -v g="$got" -v w="$want" 'BEGIN { d = g - w; if (d < 0) d = -d; print d }')" \
+    '<=' "$(awk -v w="$want" 'BEGIN { print w * 0.08 }')"
+check "constant rate: no errors" test "$(jget "$TMP/rate.json" .errors_total)" -eq 0
+pc=$(jget "$TMP/pipe.json" .requests_completed)
+check "closed loop, pipeline 8, 2 threads: $pc completed, no errors" \
+    bash -c "[[ $pc -gt 1000 && $(jget "$TMP/pipe.json" .errors_total) -eq 0 ]]"
+keys_missing=$(jq -r '[ "url","mix","threads","connections","pipeline","mode","arrivals",
+    "target_rps","warmup_s","duration_s","elapsed_s","requests_sent","requests_completed",
+    "achieved_rps","in_flight_at_end","connections_established","connections_failed","errors",
+    "status_counts","unexpected_status_counts","latency_ms","service_time_ms","out_of_range",
+    "loadgen_cpu_s" ] - keys | join(",")' "$TMP/rate.json")
+check "--json has every contract key (missing: ${keys_missing:-none})" test -z "$keys_missing"
+
+# ---- error accounting ----
+start_helper fault_server --status-every 7 --close-every 5 --hang-every 53 --garbage-every 41
+"$LOADGEN" --url "http://127.0.0.1:$SERVER_PORT" --rate 500 --duration 2 --connections 4 \
+    --timeout 100ms --json "$TMP/fault.json" --quiet
+stop_helper
+read -r s_req s_ok s_500 s_closed s_hung s_garbage < <(sed -n 's/^requests=\([0-9]*\) ok=\([0-9]*\) status500=\([0-9]*\) closed=\([0-9]*\) hung=\([0-9]*\) garbage=\([0-9]*\)$/\1 \2 \3 \4 \5 \6/p' "$TMP/fault_server.out")
+F="$TMP/fault.json"
+inflight=$(jget "$F" .in_flight_at_end)
+echo "# server: requests=$s_req ok=$s_ok 500=$s_500 closed=$s_closed hung=$s_hung garbage=$s_garbage; loadgen: $(jq -c '{errors,status_counts,in_flight_at_end,requests_sent}' "$F")"
+# A response still in flight when the window closed is in_flight_at_end, not counted:
+# each class must equal the server's count, less at most what was in flight.
+within() { local lg="$1" srv="$2"; [[ "$lg" -le "$srv" && "$lg" -ge $((srv - inflight)) ]]; }
+check "200s: loadgen $(jget "$F" '.status_counts["200"]') = server $s_ok" within "$(jget "$F" '.status_counts["200"] // 0')" "$s_ok"
+check "500s: status errors $(jget "$F" .errors.status) = server $s_500" within "$(jget "$F" .errors.status)" "$s_500"
+check "500s: unexpected_status_counts[500] = server $s_500" within "$(jget "$F" '.unexpected_status_counts["500"] // 0')" "$s_500"
+check "closed connections: read errors $(jget "$F" .errors.read) = server $s_closed" test "$(jget "$F" .errors.read)" -eq "$s_closed"
+check "malformed responses: parse errors $(jget "$F" .errors.parse) = server $s_garbage" within "$(jget "$F" .errors.parse)" "$s_garbage"
+check "unanswered: timeouts $(jget "$F" .errors.timeout) = server $s_hung" within "$(jget "$F" .errors.timeout)" "$s_hung"
+check "no connect/write errors" test "$(jget "$F" '.errors.connect + .errors.write')" -eq 0
+acct=$(jget "$F" '.requests_completed + .errors.read + .errors.parse + .errors.timeout + .in_flight_at_end')
+check "every request sent is accounted once: $acct = sent $(jget "$F" .requests_sent)" \
+    test "$acct" -eq "$(jget "$F" .requests_sent)"
+
+# ---- mix fidelity against the real server ----
+route_counts() { # prints "user_get user_list user_create" totals over all statuses
+    curl -s -m 5 "http://127.0.0.1:$1/metrics" | awk '
+        /^http_requests_total\{/ {
+            if (match($0, /route="[a-z_]+"/)) { r = substr($0, RSTART + 7, RLENGTH - 8); c[r] += $NF }
+        }
+        END { printf "%d %d %d\n", c["user_get"], c["user_list"], c["user_create"] }'
+}
+fidelity() { # fidelity NAME BEFORE AFTER
+    local name="$1" g0 l0 c0 g1 l1 c1
+    read -r g0 l0 c0 <<<"$2"
+    read -r g1 l1 c1 <<<"$3"
+    local g=$((g1 - g0)) l=$((l1 - l0)) c=$((c1 - c0))
+    local t=$((g + l + c))
+    local msg
+    msg=$(awk -v g="$g" -v l="$l" -v c="$c" -v t="$t" 'BEGIN {
+        if (t < 1000) { printf "only %d requests", t; exit 1 }
+        pg = 100 * g / t; pl = 100 * l / t; pc = 100 * c / t
+        printf "%.2f/%.2f/%.2f%% of %d", pg, pl, pc, t
+        d1 = pg - 80; d2 = pl - 15; d3 = pc - 5
+        if (d1 < 0) d1 = -d1; if (d2 < 0) d2 = -d2; if (d3 < 0) d3 = -d3
+        exit !(d1 <= 1 && d2 <= 1 && d3 <= 1) }') && rc=0 || rc=$?
+    check "$name: routes user_get/user_list/user_create $msg within 1 point of 80/15/5" test "$rc" -eq 0
+}
+if [[ -x "$ASYNC_SERVER" ]]; then
+    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    BEARER_TOKEN="it-loadgen-token-bbbbbbbbbbbbbbbb"
+    "$ASYNC_SERVER" --store=memory --host 127.0.0.1 --port "$port" --threads 1 \
+        --seed-users 10000 --bearer "$BEARER_TOKEN" >"$TMP/async.log" 2>&1 &
+    SERVER_PID=$!
+    PIDS+=("$SERVER_PID")
+    for _ in $(seq 100); do
+        curl -s -m 1 "http://127.0.0.1:$port/ping" >/dev/null 2>&1 && break
+        sleep 0.05
+    done
+    before=$(route_counts "$port")
+    "$LOADGEN" --url "http://127.0.0.1:$port" --mix loadgen-scripts/s3_mixed.mix \
+        --bearer "$BEARER_TOKEN" --duration 2 --connections 8 --json "$TMP/s3.json" --quiet
+    after=$(route_counts "$port")
+    fidelity "loadgen s3" "$before" "$after"
+    check "loadgen s3: every status as expected ($(jq -c .status_counts "$TMP/s3.json"))" \
+        test "$(jget "$TMP/s3.json" .errors_total)" -eq 0
+    if command -v "$WRK" >/dev/null; then
+        before=$after
+        "$WRK" -t1 -c8 -d2s -s loadgen-scripts/wrk_mix.lua "http://127.0.0.1:$port" \
+            -- loadgen-scripts/s3_mixed.mix "$BEARER_TOKEN" >"$TMP/wrk.out" 2>&1
+        after=$(route_counts "$port")
+        fidelity "wrk + wrk_mix.lua s3" "$before" "$after"
+        check "wrk + wrk_mix.lua: no non-2xx responses" bash -c "! grep -q 'Non-2xx' '$TMP/wrk.out'"
+    else
+        skip "wrk not installed"
+        skip "wrk not installed"
+    fi
+    stop_helper
+else
+    skip "$ASYNC_SERVER absent: mix fidelity (loadgen)"
+    skip "$ASYNC_SERVER absent: every status as expected"
+    skip "$ASYNC_SERVER absent: mix fidelity (wrk)"
+    skip "$ASYNC_SERVER absent: wrk statuses"
+fi
+
+echo "1..$N"
