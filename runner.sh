@@ -366,10 +366,15 @@ run_load() {
         fail "loadgen's $phase json ($json) lacks achieved_rps/requests_completed/errors/latency_ms/loadgen_cpu_s"
 }
 
-# errors_total JSON: connect+read+write+timeout+parse+status errors plus unexpected statuses.
+# errors_total JSON: errors of every class (connect, read, write, timeout, parse, status);
+# a response with an unexpected status is a status error, so it is counted once.
 errors_total() {
-    jq '([.errors // {} | to_entries[].value] | add // 0)
-        + ([.unexpected_status_counts // {} | to_entries[].value] | add // 0)' "$1"
+    jq '[.errors // {} | to_entries[].value] | add // 0' "$1"
+}
+
+# unexpected_total JSON: responses whose status differed from the mix's expectation.
+unexpected_total() {
+    jq '[.unexpected_status_counts // {} | to_entries[].value] | add // 0' "$1"
 }
 
 # loadgen_pct JSON WALL_S: the loadgen's CPU in percent of one CPU over its whole run.
@@ -386,7 +391,7 @@ if [[ -z "$TARGET_RPS" ]]; then
     probe_cpu_pct=$(proc_cpu_pct "$LOAD_CPU0" "$LOAD_CPU1")
     probe_lg_pct=$(loadgen_pct "$run_dir/probe.json" "$LOAD_WALL_S")
     probe_err=$(errors_total "$run_dir/probe.json")
-    [[ "$probe_err" == 0 ]] || probe_clean=false
+    [[ "$probe_err" == 0 && "$(unexpected_total "$run_dir/probe.json")" == 0 ]] || probe_clean=false
     saturated=$(awk -v c="$probe_cpu_pct" -v n="$n_server_cpus" 'BEGIN { print (c != "null" && c >= 90 * n) ? "true" : "false" }')
     loadgen_bound=$(awk -v c="$probe_lg_pct" -v n="$n_loadgen_cpus" -v s="$saturated" \
         'BEGIN { print (s == "false" && c != "null" && c >= 90 * n) ? "true" : "false" }')
@@ -437,7 +442,7 @@ server_metrics=$(jq -n --argjson routes "$(metrics_routes_json "$run_dir/metrics
 json_set "$RES" .server_metrics "$server_metrics"
 sus_err=$(errors_total "$lg")
 clean=false
-[[ "$sus_err" != 0 || "$probe_clean" != true ]] || clean=true
+if [[ "$sus_err" == 0 && "$(unexpected_total "$lg")" == 0 && "$probe_clean" == true ]]; then clean=true; fi
 update=$(jq --argjson target "$target_rps" --argjson cpu "$cpu_pct" --argjson cpu_s "$cpu_s" \
     --argjson window "$window_s" --argjson lg "$lg_pct" --argjson hp99 "$(json_num_or_null "$handler_p99")" \
     --argjson hp50 "$(json_num_or_null "$handler_p50")" --argjson errs "$sus_err" --argjson clean "$clean" '

@@ -1,0 +1,228 @@
+#!/usr/bin/env bash
+# it_runner.sh: tests of the runner (TAP): the /proc, CPU-list and /metrics parsing on
+# fixtures, runner.sh's usage errors, then a real `./runner.sh async-mem s1 --smoke` and
+# `./run_all.sh --smoke` whose result.json / index.json / summary.md are checked field by field.
+# The end-to-end part needs build/async-server, build/actor-server and build/loadgen and
+# fails (never skips) without them. Results go to a temporary folder, removed at the end.
+# shellcheck disable=SC2016  # single-quoted jq filters bind $n_srv and $n_lg themselves
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+FIX="$ROOT/tests/fixtures"
+KEEP_RESULTS="${KEEP_RESULTS:-0}"     # 1: keep the temporary results folder
+IT_RUNNER_E2E="${IT_RUNNER_E2E:-1}"   # 0: only the parsing and usage tests
+
+usage() {
+    cat <<USAGE
+usage: tests/it_runner.sh [--help]
+Environment: BUILD (build), KEEP_RESULTS (0), IT_RUNNER_E2E (1).
+USAGE
+}
+case "${1:-}" in
+    -h|--help) usage; exit 0 ;;
+    "") ;;
+    *) usage >&2; exit 2 ;;
+esac
+
+# shellcheck source=runner/lib.sh
+. "$ROOT/runner/lib.sh"
+# shellcheck source=runner/proc.sh
+. "$ROOT/runner/proc.sh"
+# shellcheck source=runner/metrics.sh
+. "$ROOT/runner/metrics.sh"
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/it_runner.XXXXXX")
+# shellcheck disable=SC2317  # invoked by the EXIT trap
+cleanup() {
+    if [[ "$KEEP_RESULTS" == 1 ]]; then
+        echo "# results kept in $TMP"
+    else
+        rm -rf "$TMP"
+    fi
+}
+trap cleanup EXIT
+
+n=0 failed=0
+# ok NAME CMD...: one TAP line for whether CMD succeeds.
+ok() {
+    local name=$1
+    shift
+    n=$((n + 1))
+    if "$@"; then
+        echo "ok $n - $name"
+    else
+        echo "not ok $n - $name"
+        failed=$((failed + 1))
+    fi
+}
+# is NAME GOT WANT: equality, printing both values on failure.
+is() {
+    n=$((n + 1))
+    if [[ "$2" == "$3" ]]; then
+        echo "ok $n - $1"
+    else
+        echo "not ok $n - $1: got '$2', want '$3'"
+        failed=$((failed + 1))
+    fi
+}
+
+# ---- parsing on fixtures --------------------------------------------------------------
+is "stat: utime+stime after the last ')' of a comm with spaces and ')'" \
+    "$(proc_stat_ticks_file "$FIX/proc_stat_weird_comm")" 1801
+ok "stat: a line without ')' is rejected" bash -c ". '$ROOT/runner/proc.sh'; ! proc_stat_ticks_file <(echo '1 2 3')"
+is "stat: this shell's own /proc/\$\$/stat parses to a number" \
+    "$(proc_cpu_ticks $$ | grep -Ec '^[0-9]+$')" 1
+is "status: VmHWM in kB" "$(proc_hwm_kb_file "$FIX/proc_status")" 12345
+is "cpu pct: 100 ticks over 2 s at CLK_TCK $(proc_clk_tck)" \
+    "$(proc_cpu_pct "100.00 1000" "102.00 $((1000 + $(proc_clk_tck)))")" 50.00
+is "cpulist: count of 0-3,8,10-11" "$(cpulist_count 0-3,8,10-11)" 7
+is "cpulist: split 0,1" "$(cpulist_split 0,1 | paste -sd/ -)" "0/1"
+is "cpulist: split 0-3" "$(cpulist_split 0-3 | paste -sd/ -)" "0,1/2,3"
+is "cpulist: split 0-2 (server gets the smaller half)" "$(cpulist_split 0-2 | paste -sd/ -)" "0/1,2"
+is "cpulist: split of one CPU shares it" "$(cpulist_split 3 | paste -sd/ -)" "3/3"
+ok "cpulist: malformed list rejected" bash -c ". '$ROOT/runner/lib.sh'; ! cpulist_expand 1-x >/dev/null"
+is "metrics: handler p99 on the union of sparse edges" \
+    "$(metrics_handler_p99_us "$FIX/metrics_before.prom" "$FIX/metrics_after.prom")" 20
+is "metrics: handler p50" \
+    "$(metrics_handler_quantile_us 0.5 "$FIX/metrics_before.prom" "$FIX/metrics_after.prom")" 10
+is "metrics: p99 of an empty window is null" \
+    "$(metrics_handler_p99_us "$FIX/metrics_before.prom" "$FIX/metrics_before.prom")" null
+is "metrics: overload rejections delta" \
+    "$(metrics_delta "$FIX/metrics_before.prom" "$FIX/metrics_after.prom" http_overload_rejections_total)" 3
+is "metrics: requests by route in the window" \
+    "$(metrics_routes_json "$FIX/metrics_before.prom" "$FIX/metrics_after.prom" | jq -c -S .)" \
+    '{"metrics":1,"ping":1000}'
+
+# ---- usage ------------------------------------------------------------------------------
+rc_of() { local rc=0; "$@" >/dev/null 2>&1 || rc=$?; echo "$rc"; }
+is "runner.sh --help exits 0" "$(rc_of "$ROOT/runner.sh" --help)" 0
+is "runner.sh unknown server exits 2" "$(rc_of "$ROOT/runner.sh" nginx s1 --smoke)" 2
+is "runner.sh unknown scenario exits 2" "$(rc_of "$ROOT/runner.sh" async-mem s9 --smoke)" 2
+is "runner.sh s3 on a sqlite server exits 2" "$(rc_of "$ROOT/runner.sh" async-sqlite s3 --smoke)" 2
+is "runner.sh unknown option exits 2" "$(rc_of "$ROOT/runner.sh" async-mem s1 --bogus)" 2
+is "runner.sh missing scenario exits 2" "$(rc_of "$ROOT/runner.sh" async-mem)" 2
+is "run_all.sh --help exits 0" "$(rc_of "$ROOT/run_all.sh" --help)" 0
+is "run_all.sh unknown scenario exits 2" "$(rc_of "$ROOT/run_all.sh" --scenarios=s7 --smoke)" 2
+is "summarize.sh without a batch exits 2" "$(rc_of "$ROOT/runner/summarize.sh")" 2
+
+if [[ "$IT_RUNNER_E2E" != 1 ]]; then
+    echo "1..$n"
+    exit $(( failed > 0 ))
+fi
+
+# ---- runner.sh async-mem s1 --smoke -------------------------------------------------------
+export RESULTS_DIR="$TMP/results"
+rc=0
+"$ROOT/runner.sh" async-mem s1 --smoke --batch=it >"$TMP/runner.out" 2>"$TMP/runner.err" || rc=$?
+is "runner.sh async-mem s1 --smoke exits 0" "$rc" 0
+if [[ $rc -ne 0 ]]; then sed 's/^/# /' "$TMP/runner.err" | tail -n 20; fi
+run="$RESULTS_DIR/it/async-mem-s1"
+res="$run/result.json"
+ok "result.json is JSON" jq -e . "$res" >/dev/null
+[[ -f "$res" ]] || echo '{}' >"$res"
+ok "a progress line per phase on stderr" \
+    bash -c "for p in build start sanity probe sustain stop; do grep -q \"] \$p: \" '$TMP/runner.err' || exit 1; done"
+
+# jqok NAME FILTER: FILTER (with $n_srv, $n_lg bound) is true on result.json.
+n_srv=$(jq '.config.server_cpu_count // 1' "$res")
+n_lg=$(jq '.config.loadgen_cpu_count // 1' "$res")
+jqok() {
+    local name=$1 filter=$2 got
+    n=$((n + 1))
+    if jq -e --argjson n_srv "$n_srv" --argjson n_lg "$n_lg" "$filter" "$res" >/dev/null 2>&1; then
+        echo "ok $n - $name"
+    else
+        got=$(jq -c --argjson n_srv "$n_srv" --argjson n_lg "$n_lg" "$filter" "$res" 2>&1 | head -c 300 || true)
+        echo "not ok $n - $name (filter: $filter; got: $got)"
+        failed=$((failed + 1))
+    fi
+}
+for key in server scenario kind batch saturation_rps target_rps sustained_rps latency_p50_ms \
+    latency_p75_ms latency_p90_ms latency_p99_ms latency_p99_9_ms latency_p99_99_ms latency_max_ms \
+    server_cpu_pct server_cpu_s req_per_cpu_sec server_rss_mb handler_p99_us loadgen_cpu_pct errors \
+    errors_total probe config host versions timestamps validity failure server_exit; do
+    jqok "result.json has $key" "has(\"$key\")"
+done
+jqok "server, scenario, kind" '.server == "async-mem" and .scenario == "s1" and .kind == "saturation"'
+jqok "failure is null" '.failure == null'
+jqok "saturation_rps > 0" '.saturation_rps > 0'
+jqok "target_rps = round(sat_ratio x saturation_rps)" \
+    '.target_rps == ((.saturation_rps * .config.sat_ratio) | floor) or .target_rps == ((.saturation_rps * .config.sat_ratio) | floor + 1)'
+jqok "sustained_rps > 0" '.sustained_rps > 0'
+jqok "latency p50 <= p90 <= p99 <= p99.9 <= max, in (0, 60000) ms" \
+    '.latency_p50_ms > 0 and .latency_p50_ms <= .latency_p90_ms and .latency_p90_ms <= .latency_p99_ms
+     and .latency_p99_ms <= .latency_p99_9_ms and .latency_p99_9_ms <= .latency_max_ms and .latency_max_ms < 60000'
+jqok "server_cpu_pct in (0, 100 x server CPUs]" '.server_cpu_pct > 0 and .server_cpu_pct <= 100 * $n_srv * 1.05'
+jqok "probe server_cpu_pct in (0, 100 x server CPUs]" '.probe.server_cpu_pct > 0 and .probe.server_cpu_pct <= 100 * $n_srv * 1.05'
+jqok "loadgen_cpu_pct in (0, 100 x loadgen CPUs]" '.loadgen_cpu_pct > 0 and .loadgen_cpu_pct <= 100 * $n_lg * 1.05'
+jqok "req_per_cpu_sec = sustained_rps / (server_cpu_pct / 100)" \
+    '.req_per_cpu_sec > 0 and ((.req_per_cpu_sec - .sustained_rps / (.server_cpu_pct / 100)) | fabs) <= 1'
+jqok "server_rss_mb in (0, 4096)" '.server_rss_mb > 0 and .server_rss_mb < 4096'
+jqok "handler_p99_us is a number in (0, 60e6)" '(.handler_p99_us | type) == "number" and .handler_p99_us > 0 and .handler_p99_us < 60000000'
+jqok "errors by class" '.errors | has("connect") and has("read") and has("write") and has("timeout") and has("parse") and has("status")'
+jqok "validity flags are booleans" '[.validity[] | type] == ["boolean", "boolean", "boolean", "boolean"]'
+jqok "loadgen_bound only when not saturated" '(.validity.loadgen_bound and .validity.saturated) | not'
+jqok "clean matches the error counts" \
+    '.validity.clean == (.errors_total == 0 and ([.probe.errors[]] | add) == 0
+                         and (.unexpected_status_counts | length) == 0 and (.probe.unexpected_status_counts | length) == 0)'
+jqok "rate_held matches sustained vs target" \
+    '.validity.rate_held == (((.sustained_rps - .target_rps) | fabs) <= 0.01 * .target_rps)'
+jqok "config: smoke, 32 connections, CPUs, threads" \
+    '.config.mode == "smoke" and .config.wrk_conns == 32 and .config.server_threads == $n_srv
+     and .config.wrk_threads >= 1 and (.config.server_cpus | length) > 0 and .config.sat_ratio == 0.7'
+jqok "host: cpu_model, cores, kernel, hostname" \
+    "(.host.cores == $(nproc --all)) and (.host.kernel == \"$(uname -r)\") and (.host.hostname | length) > 0 and has(\"host\")"
+jqok "versions: libuv, llhttp, sqlite, ck, git commit" \
+    '(.versions.libuv | test("^[0-9]+\\.")) and .versions.llhttp == "8.1.0" and (.versions.sqlite | test("^3\\."))
+     and (.versions.ck | test("^[0-9]")) and (.versions.git_commit | test("^[0-9a-f]{40}$"))
+     and (.versions.git_dirty | type) == "boolean" and (.versions.compiler | length) > 0'
+jqok "timestamps ISO-8601 UTC, start <= end" \
+    '(.timestamps.start | test("^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$"))
+     and (.timestamps.end | test("Z$")) and .timestamps.start <= .timestamps.end'
+jqok "server exited 0 after SIGTERM, within 2 s" '.server_exit.code == 0 and .server_exit.stop_s <= 2'
+jqok "window metrics: handled requests counted" '.server_metrics.window_handled > 0'
+ok "histogram.txt is an HdrHistogram spectrum" grep -q 'Percentile' "$run/histogram.txt"
+ok "loadgen.json and server.log written" test -s "$run/loadgen.json" -a -f "$run/server.log"
+srv_pid=$(grep -o 'pid [0-9]*' "$run/runner.log" | head -n1 | cut -d' ' -f2)
+ok "the server (pid ${srv_pid:-?}) is gone" bash -c "[[ -n '$srv_pid' ]] && ! kill -0 '$srv_pid' 2>/dev/null"
+
+# ---- a failing run writes result.json with the failure -------------------------------------
+rc=0
+BUILD="$TMP/nobuild" RUNNER_BUILD=0 "$ROOT/runner.sh" async-mem s2 --smoke --batch=it-fail \
+    >/dev/null 2>"$TMP/fail.err" || rc=$?
+is "runner.sh with a missing binary exits 1" "$rc" 1
+ok "its result.json carries the failure" \
+    jq -e '.failure | test("missing")' "$RESULTS_DIR/it-fail/async-mem-s2/result.json"
+
+# ---- run_all.sh --smoke -----------------------------------------------------------------------
+rc=0
+"$ROOT/run_all.sh" --smoke --batch=it-all >"$TMP/all.out" 2>"$TMP/all.err" || rc=$?
+is "run_all.sh --smoke exits 0" "$rc" 0
+if [[ $rc -ne 0 ]]; then grep -E '^\[run_all\]' "$TMP/all.err" | sed 's/^/# /' | tail -n 30; fi
+batch="$RESULTS_DIR/it-all"
+ok "progress lines [i/8]" grep -q '^\[run_all\] \[3/8\] actor-mem s2 \.\.\.' "$TMP/all.err"
+ok "index.json parses" jq -e . "$batch/index.json" >/dev/null
+[[ -f "$batch/index.json" ]] || echo '{}' >"$batch/index.json"
+res="$batch/index.json"
+jqok "index.json: 8 runs, all without failure" '(.runs | length) == 8 and all(.runs[]; .failure == null)'
+jqok "index.json: 4 scenarios with a verdict each" \
+    '[.scenarios[].scenario] == ["s1", "s2", "s3", "s4"] and all(.scenarios[]; .verdict == "PASS" or .verdict == "FAIL")'
+jqok "index.json: equal-load runs at one rate per scenario" \
+    '(.equal_load_runs | length) == 8 and all(.scenarios[]; .equal_load.actor.target_rps == .equal_load.async.target_rps)'
+jqok "index.json: equal-load rate = sat_ratio x the slower saturation" \
+    'all(.scenarios[]; .equal_load.rate_rps == ([.actor_result.saturation_rps, .async_result.saturation_rps] | min * 0.7 | round))'
+jqok "index.json: overall verdict follows s1 and s2" \
+    '.verdict.overall == (if all(.scenarios[] | select(.scenario == "s1" or .scenario == "s2"); .verdict == "PASS") then "PASS" else "FAIL" end)'
+jqok "index.json: basis is req/CPU-s where a run is not saturated or loadgen-bound" \
+    'all(.scenarios[]; (.actor_result.validity.saturated and .async_result.validity.saturated
+        and (.actor_result.validity.loadgen_bound | not) and (.async_result.validity.loadgen_bound | not))
+        == (.basis == "saturation_rps"))'
+jqok "index.json: host, versions, config, target ratio" \
+    '.host.cores > 0 and (.versions.git_commit | length) == 40 and .config.wrk_conns == 32 and .target_ratio == 0.5'
+ok "summary.md holds a verdict line" grep -Eq '^\*\*Verdict: (PASS|FAIL)\*\*' "$batch/summary.md"
+ok "summary.md has a row per scenario and an equal-load table" \
+    bash -c "[[ \$(grep -Ec '^\| s[1-4] \|' '$batch/summary.md') -eq 8 ]] && grep -q '^## Equal load' '$batch/summary.md'"
+ok "summary.md names the host and versions" grep -Eq "Host .*cores.*kernel" "$batch/summary.md"
+
+echo "1..$n"
+exit $(( failed > 0 ))
