@@ -232,6 +232,8 @@ void sched_free(struct sched *s)
         panic("sched_free: uv scheduler not stopped, or its loop did not run the close");
     if (s->kind == SCHED_THREAD && s->started)
         panic("sched_free: thread scheduler %s still running", s->name);
+    if (atomic_load(&s->actors) != 0)
+        panic("sched_free: %s still has %u actors", s->name, atomic_load(&s->actors));
     mailbox_destroy(&s->runq);
     free(s);
 }

@@ -40,8 +40,8 @@ int sched_start(struct sched *s);
  * afterwards stay queued and unprocessed. Returns 0 or a negative errno (join failed). */
 int sched_stop_and_join(struct sched *s);
 
-/* Frees a stopped scheduler (or a never-started thread one). Its actors must be freed
- * separately; none may be sent to any more. */
+/* Frees a stopped scheduler (or a never-started thread one). Its actors must have been
+ * freed first (actor_free); a scheduler with actors left aborts (broken invariant). */
 void sched_free(struct sched *s);
 
 /* Registers one more actor homed on s: 0, or -ENOSPC beyond SCHED_MAX_ACTORS. For

@@ -320,10 +320,10 @@ static void test_stop_join_drains_uv(void **state)
     assert_int_equal(first.count, 500);
     assert_int_equal(last.count, 500);
     assert_int_equal(uv_run(&loop, UV_RUN_DEFAULT), 0); /* runs the close callback */
-    sched_free(s);
-    assert_int_equal(uv_loop_close(&loop), 0);
     actor_free(a);
     actor_free(b);
+    sched_free(s);
+    assert_int_equal(uv_loop_close(&loop), 0);
 }
 
 /* ---- ping-pong: each side waits for the other, so a lost wake-up hangs ---- */
@@ -427,11 +427,8 @@ static void pingpong(unsigned balls, bool with_uv)
     if (with_uv) {
         uv_async_send(&u.quit);
         assert_int_equal(pthread_join(u.thread, NULL), 0);
-        sched_free(u.sched);
-        assert_int_equal(uv_loop_close(&u.loop), 0);
     } else {
         assert_int_equal(sched_stop_and_join(s2), 0);
-        sched_free(s2);
     }
     assert_int_equal(actor_processed(a), (uint64_t)balls * ROUND_TRIPS);
     assert_int_equal(actor_processed(b), (uint64_t)balls * ROUND_TRIPS);
@@ -442,6 +439,12 @@ static void pingpong(unsigned balls, bool with_uv)
     actor_free(a);
     actor_free(b);
     sched_free(s1);
+    if (with_uv) {
+        sched_free(u.sched);
+        assert_int_equal(uv_loop_close(&u.loop), 0);
+    } else {
+        sched_free(s2);
+    }
 }
 
 static void test_pingpong_thread_thread_one_ball(void **state)
