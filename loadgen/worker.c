@@ -97,8 +97,13 @@ static inline int in_window(const struct worker *w, uint64_t t_ns)
 
 static void count_error(struct worker *w, enum stats_error e, uint64_t n)
 {
-    if (n == 0 || w->stopping || !in_window(w, w->now_ns))
+    if (n == 0 || w->stopping || w->now_ns < w->measure_start_ns)
         return;
+    if (w->now_ns >= w->end_ns) { /* lost after the window closed: they were in flight */
+        if (e != STATS_ERR_CONNECT)
+            w->stats.in_flight_at_end += n;
+        return;
+    }
     w->stats.errors[e] += n;
     atomic_store_explicit(&w->stats.progress_errors, stats_errors_total(&w->stats),
                           memory_order_relaxed);
