@@ -1,0 +1,658 @@
+#!/usr/bin/env python3
+"""it_contract: the server contract of DESIGN.md section 5, end to end, against the real
+binary on a free loopback port. Server-agnostic: SERVER picks the binary (default
+build/async-server), STORE picks memory or sqlite (both when unset), so the actor server
+runs the same checks unchanged. Raw sockets where status and close behaviour matter,
+http.client elsewhere. Python 3 stdlib only; prints TAP on stdout, diagnostics as '#'.
+"""
+import http.client
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+SERVER = os.environ.get("SERVER", os.environ.get("BUILD", "build") + "/async-server")
+STORES = [os.environ["STORE"]] if os.environ.get("STORE") else ["memory", "sqlite"]
+THREADS = os.environ.get("THREADS", "2")
+EXTRA_ARGS = os.environ.get("SERVER_ARGS", "").split()  # e.g. "--workers 2" for the actor server
+BEARER = "it-token-0123456789abcdef"
+SEED = 150
+START_TIMEOUT_S = 10.0
+IO_TIMEOUT_S = 5.0
+
+AUTH = {"Authorization": "Bearer " + BEARER}
+HEX16 = re.compile(r"^[0-9a-f]{16}$")
+
+
+class Tap:
+    def __init__(self):
+        self.n = 0
+        self.failed = 0
+
+    def ok(self, cond, name, diag=None):
+        self.n += 1
+        if cond:
+            print("ok %d - %s" % (self.n, name))
+        else:
+            self.failed += 1
+            print("not ok %d - %s" % (self.n, name))
+            if diag is not None:
+                for line in str(diag).splitlines() or [""]:
+                    print("#   " + line)
+        sys.stdout.flush()
+        return cond
+
+    def eq(self, got, want, name):
+        return self.ok(got == want, name, "got:  %r\nwant: %r" % (got, want))
+
+
+T = Tap()
+
+
+def user_json(i, name=None, email=None):
+    name = name if name is not None else "user-%d" % i
+    email = email if email is not None else "user-%d@example.com" % i
+    return json.dumps({"id": i, "name": name, "email": email}, separators=(",", ":"))
+
+
+def list_json(ids, nxt):
+    users = ",".join(user_json(i) for i in ids)
+    return '{"users":[%s],"next":%s}' % (users, "null" if nxt is None else str(nxt))
+
+
+# ---------------------------------------------------------------- raw HTTP client
+
+class Resp:
+    def __init__(self, status, reason, headers, body):
+        self.status = status
+        self.reason = reason
+        self.headers = headers  # lower-case name -> value (last wins)
+        self.body = body
+
+    def h(self, name):
+        return self.headers.get(name.lower())
+
+    def __repr__(self):
+        return "<%d %s %r %r>" % (self.status, self.reason, self.headers, self.body[:200])
+
+
+class Conn:
+    """A raw client socket that reads responses one at a time (Content-Length framed)."""
+
+    def __init__(self, port):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=IO_TIMEOUT_S)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.buf = b""
+
+    def send(self, data):
+        self.sock.sendall(data)
+
+    def _fill(self):
+        chunk = self.sock.recv(65536)
+        if not chunk:
+            raise EOFError("connection closed by server")
+        self.buf += chunk
+
+    def read_response(self):
+        while b"\r\n\r\n" not in self.buf:
+            self._fill()
+        head, self.buf = self.buf.split(b"\r\n\r\n", 1)
+        lines = head.decode("latin-1").split("\r\n")
+        m = re.match(r"^HTTP/1\.1 (\d{3}) (.*)$", lines[0])
+        if not m:
+            raise ValueError("bad status line %r" % lines[0])
+        headers = {}
+        for line in lines[1:]:
+            k, _, v = line.partition(":")
+            headers[k.strip().lower()] = v.strip()
+        n = int(headers.get("content-length", "0"))
+        while len(self.buf) < n:
+            self._fill()
+        body, self.buf = self.buf[:n], self.buf[n:]
+        return Resp(int(m.group(1)), m.group(2), headers, body)
+
+    def closed_by_peer(self):
+        """True when the server closes (EOF) within the timeout, with no extra bytes."""
+        if self.buf:
+            return False
+        try:
+            return self.sock.recv(1) == b""
+        except ConnectionResetError:
+            return True
+        except socket.timeout:
+            return False
+
+    def close(self):
+        self.sock.close()
+
+
+def raw_request(method, target, headers=None, body=b"", version="HTTP/1.1", host=True):
+    lines = ["%s %s %s" % (method, target, version)]
+    if host:
+        lines.append("Host: 127.0.0.1")
+    for k, v in (headers or {}).items():
+        lines.append("%s: %s" % (k, v))
+    if body or method == "POST":
+        lines.append("Content-Length: %d" % len(body))
+    if isinstance(body, str):
+        body = body.encode()
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+
+
+def one(port, data):
+    """Sends raw bytes on a fresh connection, returns (response, closed_after)."""
+    c = Conn(port)
+    try:
+        c.send(data)
+        r = c.read_response()
+        closed = c.closed_by_peer() if (r.h("connection") or "").lower() == "close" else None
+        return r, closed
+    finally:
+        c.close()
+
+
+def req(port, method, target, headers=None, body=None):
+    """http.client for the ordinary cases."""
+    hc = http.client.HTTPConnection("127.0.0.1", port, timeout=IO_TIMEOUT_S)
+    try:
+        hc.request(method, target, body=body, headers=headers or {})
+        r = hc.getresponse()
+        data = r.read()
+        hdrs = {k.lower(): v for k, v in r.getheaders()}
+        return Resp(r.status, r.reason, hdrs, data)
+    finally:
+        hc.close()
+
+
+# ---------------------------------------------------------------- server process
+
+class Server:
+    def __init__(self, store, tmpdir):
+        self.db = os.path.join(tmpdir, "it-%s.db" % store)
+        self.log = os.path.join(tmpdir, "access-%s.log" % store)
+        self.err_path = os.path.join(tmpdir, "stderr-%s.txt" % store)
+        for p in (self.db, self.db + "-wal", self.db + "-shm", self.log):
+            if os.path.exists(p):
+                os.unlink(p)
+        args = [SERVER, "--port", "0", "--threads", THREADS, "--store=" + store, "--db", self.db,
+                "--seed-users", str(SEED), "--bearer", BEARER, "--access-log", self.log]
+        args += EXTRA_ARGS
+        self.err = open(self.err_path, "wb")
+        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=self.err)
+        self.port = None
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline and self.proc.poll() is None:
+            with open(self.err_path, "rb") as f:
+                m = re.search(rb"listening on http://127\.0\.0\.1:(\d+)", f.read())
+            if m:
+                self.port = int(m.group(1))
+                break
+            time.sleep(0.02)
+
+    def stderr_text(self):
+        with open(self.err_path, "rb") as f:
+            return f.read().decode("utf-8", "replace")
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.err.close()
+
+
+# ---------------------------------------------------------------- checks
+
+def check_ping(port, tag):
+    r = req(port, "GET", "/ping")
+    T.eq((r.status, r.body, r.h("content-type")), (200, b"pong", "text/plain"),
+         tag + "GET /ping -> 200 text/plain pong")
+    T.ok(r.h("x-request-id") is None, tag + "GET /ping has no X-Request-Id (no middleware)",
+         r.headers)
+    T.ok(r.h("date") is not None and r.h("server") is not None, tag + "Date and Server headers",
+         r.headers)
+
+
+def check_get_user(port, tag):
+    r = req(port, "GET", "/users/1", AUTH)
+    T.eq((r.status, r.body.decode()), (200, '{"id":1,"name":"user-1","email":"user-1@example.com"}'),
+         tag + "GET /users/1 -> 200 byte-exact user JSON")
+    T.eq(r.h("content-type"), "application/json", tag + "user JSON content type")
+    r = req(port, "GET", "/users/%d" % SEED, AUTH)
+    T.eq((r.status, r.body.decode()), (200, user_json(SEED)), tag + "GET last seeded user")
+    r = req(port, "GET", "/users/%31%32", AUTH)
+    T.eq((r.status, r.body.decode()), (200, user_json(12)), tag + "GET /users/%31%32 is user 12")
+
+
+def check_list(port, tag):
+    cases = [
+        ("/users", list(range(1, 11)), 10),
+        ("/users?limit=2", [1, 2], 2),
+        ("/users?limit=1&after=5", [6], 6),
+        ("/users?after=%d&limit=10" % (SEED - 2), [SEED - 1, SEED], None),
+        ("/users?after=%d" % SEED, [], None),
+        ("/users?limit=100", list(range(1, 101)), 100),
+        ("/users?limit=100&after=100", list(range(101, SEED + 1)), None),
+    ]
+    for target, ids, nxt in cases:
+        r = req(port, "GET", target, AUTH)
+        T.eq((r.status, r.body.decode()), (200, list_json(ids, nxt)),
+             tag + "GET %s -> %d users, next %s" % (target, len(ids), nxt))
+    # following next walks every seeded user exactly once
+    seen, after, pages = [], 0, 0
+    while after is not None and pages < 100:
+        r = req(port, "GET", "/users?limit=40&after=%d" % after, AUTH)
+        doc = json.loads(r.body)
+        seen += [u["id"] for u in doc["users"]]
+        after = doc["next"]
+        pages += 1
+    T.eq(seen[:SEED], list(range(1, SEED + 1)), tag + "paging with next visits 1..%d in order" % SEED)
+    for bad in ("limit=0", "limit=101", "limit=abc", "after=abc", "after=-1"):
+        r = req(port, "GET", "/users?" + bad, AUTH)
+        T.eq(r.status, 400, tag + "GET /users?%s -> 400" % bad)
+
+
+def max_user_id(port):
+    after = 0
+    while True:
+        doc = json.loads(req(port, "GET", "/users?limit=100&after=%d" % after, AUTH).body)
+        if doc["users"]:
+            after = doc["users"][-1]["id"]
+        if doc["next"] is None:
+            return after
+
+
+def check_create(port, tag):
+    base = max_user_id(port)
+    body = json.dumps({"name": "alice", "email": "alice@example.com"})
+    h = dict(AUTH)
+    h["Content-Type"] = "application/json"
+    r = req(port, "POST", "/users", h, body)
+    want = user_json(base + 1, "alice", "alice@example.com")
+    T.eq((r.status, r.body.decode(), r.h("location")), (201, want, "/users/%d" % (base + 1)),
+         tag + "POST /users -> 201, user JSON, Location")
+    r2 = req(port, "GET", "/users/%d" % (base + 1), AUTH)
+    T.eq((r2.status, r2.body.decode()), (200, want), tag + "created user readable afterwards")
+    # escaping round trip and a charset parameter
+    h2 = dict(AUTH)
+    h2["Content-Type"] = "application/json; charset=utf-8"
+    r = req(port, "POST", "/users", h2, json.dumps({"name": "q\"\\\u00e9", "email": "e@x"}))
+    T.eq(r.status, 201, tag + "POST with charset parameter and escapes -> 201")
+    if r.status == 201:
+        doc = json.loads(r.body)
+        T.eq((doc["name"], doc["email"]), ("q\"\\\u00e9", "e@x"), tag + "escaped fields round trip")
+        r2 = req(port, "GET", r.h("location"), AUTH)
+        T.eq(r2.body, r.body, tag + "GET Location returns the same bytes")
+    # the list sees the new users at the end
+    r = req(port, "GET", "/users?after=%d" % base, AUTH)
+    ids = [u["id"] for u in json.loads(r.body)["users"]]
+    T.eq(ids, [base + 1, base + 2], tag + "list after the old max shows the created users")
+
+
+def check_create_errors(port, tag):
+    h = dict(AUTH)
+    h["Content-Type"] = "application/json"
+    bad = [
+        ("bad JSON", b"{\"name\":"),
+        ("not an object", b"[1,2]"),
+        ("missing name", b"{\"email\":\"a@b.c\"}"),
+        ("empty name", b"{\"name\":\"\",\"email\":\"a@b.c\"}"),
+        ("name of 65 bytes", json.dumps({"name": "n" * 65, "email": "a@b.c"}).encode()),
+        ("name not a string", b"{\"name\":5,\"email\":\"a@b.c\"}"),
+        ("missing email", b"{\"name\":\"x\"}"),
+        ("email without @", b"{\"name\":\"x\",\"email\":\"abc\"}"),
+        ("email too short", b"{\"name\":\"x\",\"email\":\"@b\"}"),
+        ("email of 129 bytes", json.dumps({"name": "x", "email": "a@" + "b" * 127}).encode()),
+        ("empty body", b""),
+    ]
+    for what, body in bad:
+        r, _ = one(port, raw_request("POST", "/users", h, body))
+        err = None
+        try:
+            err = json.loads(r.body).get("error")
+        except ValueError:
+            pass
+        T.ok(r.status == 400 and isinstance(err, str) and err != "",
+             tag + "POST /users %s -> 400 {\"error\":...}" % what, r)
+    r = req(port, "POST", "/users", {"Content-Type": "application/json", **AUTH},
+            json.dumps({"name": "x", "email": "a@b", "pad": "p" * 4200}))
+    T.eq(r.status, 413, tag + "POST /users body > 4 KiB -> 413")
+    r = req(port, "POST", "/users", {"Content-Type": "application/json", **AUTH},
+            json.dumps({"name": "x", "email": "a@b", "pad": "p" * 3900}))
+    T.eq(r.status, 201, tag + "POST /users body just under 4 KiB -> 201")
+    for ct in ("text/plain", "application/x-www-form-urlencoded", None):
+        hh = dict(AUTH)
+        if ct:
+            hh["Content-Type"] = ct
+        r, _ = one(port, raw_request("POST", "/users", hh, b"{\"name\":\"x\",\"email\":\"a@b\"}"))
+        T.eq(r.status, 415, tag + "POST /users Content-Type %s -> 415" % ct)
+
+
+def check_auth(port, tag):
+    for method, target in (("GET", "/users/1"), ("GET", "/users"), ("POST", "/users")):
+        body = b"{\"name\":\"x\",\"email\":\"a@b\"}" if method == "POST" else b""
+        ct = {"Content-Type": "application/json"} if method == "POST" else {}
+        r, _ = one(port, raw_request(method, target, ct, body))
+        T.eq(r.status, 401, tag + "%s %s without Authorization -> 401" % (method, target))
+        hh = dict(ct)
+        hh["Authorization"] = "Bearer " + BEARER + "x"
+        r, _ = one(port, raw_request(method, target, hh, body))
+        T.eq(r.status, 401, tag + "%s %s with a wrong bearer -> 401" % (method, target))
+    r, _ = one(port, raw_request("GET", "/users/1", {"Authorization": "Basic dXNlcjpwYXNz"}))
+    T.eq(r.status, 401, tag + "Basic auth -> 401")
+    T.ok(r.h("x-request-id") is not None, tag + "401 still carries X-Request-Id", r.headers)
+    T.ok(json.loads(r.body).get("error"), tag + "401 body is {\"error\":...}", r.body)
+
+
+def check_not_found_and_methods(port, tag):
+    r = req(port, "GET", "/nope")
+    T.eq((r.status, r.h("content-type")), (404, "application/json"), tag + "GET /nope -> 404 JSON")
+    T.ok(json.loads(r.body).get("error"), tag + "404 body is {\"error\":...}", r.body)
+    r = req(port, "GET", "/users/999999", AUTH)
+    T.eq((r.status, r.body), (404, b'{"error":"user not found"}'), tag + "unknown user -> 404")
+    r = req(port, "GET", "/users/abc", AUTH)
+    T.eq(r.status, 400, tag + "GET /users/abc -> 400")
+    r = req(port, "GET", "/users/0", AUTH)
+    T.eq(r.status, 400, tag + "GET /users/0 -> 400")
+    r = req(port, "GET", "/users/18446744073709551616", AUTH)
+    T.eq(r.status, 400, tag + "GET /users/2^64 -> 400")
+    for method, target, allow, hdrs in (("POST", "/ping", "GET", {}),
+                                        ("DELETE", "/metrics", "GET", {}),
+                                        ("PUT", "/users", "GET, POST", AUTH),
+                                        ("DELETE", "/users/1", "GET", AUTH)):
+        r, _ = one(port, raw_request(method, target, hdrs, b"" if method != "PUT" else b"{}"))
+        T.eq((r.status, r.h("allow")), (405, allow),
+             tag + "%s %s -> 405 Allow: %s" % (method, target, allow))
+
+
+def check_request_id(port, tag):
+    r = req(port, "GET", "/users/1", {**AUTH, "X-Request-Id": "my-id_1.2"})
+    T.eq(r.h("x-request-id"), "my-id_1.2", tag + "valid X-Request-Id echoed")
+    r = req(port, "GET", "/users/1", {**AUTH, "X-Request-Id": "x" * 64})
+    T.eq(r.h("x-request-id"), "x" * 64, tag + "64-char X-Request-Id echoed")
+    for what, val in (("65 chars", "x" * 65), ("a space", "a b"), ("a slash", "a/b")):
+        r = req(port, "GET", "/users/1", {**AUTH, "X-Request-Id": val})
+        rid = r.h("x-request-id") or ""
+        T.ok(HEX16.match(rid) is not None, tag + "X-Request-Id with %s replaced by 16 hex" % what,
+             rid)
+    r = req(port, "GET", "/users/1", AUTH)
+    a = r.h("x-request-id") or ""
+    b = req(port, "GET", "/users/1", AUTH).h("x-request-id") or ""
+    T.ok(HEX16.match(a) and HEX16.match(b) and a != b, tag + "absent X-Request-Id: fresh 16 hex each",
+         (a, b))
+    r = req(port, "POST", "/users", {**AUTH, "Content-Type": "application/json",
+                                     "X-Request-Id": "post-1"},
+            json.dumps({"name": "rid", "email": "r@x"}))
+    T.eq((r.status, r.h("x-request-id")), (201, "post-1"), tag + "X-Request-Id echoed on 201")
+
+
+def metric(text, name, labels=""):
+    m = re.search(r"^%s%s (\S+)$" % (re.escape(name), re.escape(labels)), text, re.M)
+    return float(m.group(1)) if m else None
+
+
+def check_metrics(port, tag):
+    r = req(port, "GET", "/metrics")
+    T.eq(r.status, 200, tag + "GET /metrics -> 200")
+    T.ok((r.h("content-type") or "").startswith("text/plain"), tag + "metrics content type",
+         r.h("content-type"))
+    text = r.body.decode()
+    ping0 = metric(text, "http_requests_total", '{route="ping",status="200"}')
+    users0 = metric(text, "store_users")
+    count0 = metric(text, "http_handler_latency_us_count")
+    T.ok(ping0 is not None and users0 is not None and count0 is not None,
+         tag + "metrics expose requests, store size and latency histogram",
+         text[:2000])
+    T.ok("http_open_connections" in text, tag + "metrics expose open connections")
+    T.ok(re.search(r'^http_handler_latency_us_bucket\{le="\+Inf"\} ', text, re.M) is not None,
+         tag + "latency histogram has a +Inf bucket")
+    for _ in range(3):
+        req(port, "GET", "/ping")
+    req(port, "POST", "/users", {**AUTH, "Content-Type": "application/json"},
+        json.dumps({"name": "m", "email": "m@x"}))
+    req(port, "GET", "/nope")
+    text = req(port, "GET", "/metrics").body.decode()
+    ping1 = metric(text, "http_requests_total", '{route="ping",status="200"}')
+    T.ok(ping0 is not None and ping1 is not None and ping1 - ping0 >= 3,
+         tag + "ping counter moved by 3", (ping0, ping1))
+    users1 = metric(text, "store_users")
+    T.ok(users0 is not None and users1 == users0 + 1, tag + "store_users moved by 1",
+         (users0, users1))
+    count1 = metric(text, "http_handler_latency_us_count")
+    T.ok(count0 is not None and count1 is not None and count1 >= count0 + 5,
+         tag + "latency histogram count moved", (count0, count1))
+    n404 = metric(text, "http_requests_total", '{route="other",status="404"}')
+    T.ok(n404 is not None and n404 >= 1, tag + "404 counted", n404)
+
+
+def check_keepalive(port, tag):
+    c = Conn(port)
+    try:
+        statuses = []
+        for i in range(5):
+            c.send(raw_request("GET", "/ping") if i % 2 == 0 else
+                   raw_request("GET", "/users/%d" % i, AUTH))
+            r = c.read_response()
+            statuses.append((r.status, r.h("connection")))
+        T.eq(statuses, [(200, None)] * 5, tag + "keep-alive: 5 requests on one socket")
+        # HTTP/1.0 with keep-alive stays open too
+        c.send(raw_request("GET", "/ping", {"Connection": "keep-alive"}, version="HTTP/1.0"))
+        r = c.read_response()
+        c.send(raw_request("GET", "/ping"))
+        r2 = c.read_response()
+        T.eq((r.status, r2.status), (200, 200), tag + "HTTP/1.0 keep-alive then more requests")
+    except (OSError, EOFError, ValueError) as e:
+        T.ok(False, tag + "keep-alive", e)
+    finally:
+        c.close()
+
+
+def check_pipelining(port, tag):
+    nxt = max_user_id(port) + 1
+    data = (raw_request("GET", "/ping")
+            + raw_request("POST", "/users", {**AUTH, "Content-Type": "application/json"},
+                          json.dumps({"name": "pipe", "email": "pipe@x"}))
+            + raw_request("GET", "/users/%d" % nxt, AUTH)
+            + raw_request("GET", "/nope")
+            + raw_request("GET", "/users/2", {**AUTH, "X-Request-Id": "p5"})
+            + raw_request("GET", "/users?limit=1&after=2", AUTH)
+            + raw_request("GET", "/ping", {"Connection": "close"}))
+    c = Conn(port)
+    try:
+        c.send(data)
+        got = []
+        for _ in range(7):
+            r = c.read_response()
+            got.append((r.status, r.body.decode()))
+        want_user = user_json(nxt, "pipe", "pipe@x")
+        want = [(200, "pong"), (201, want_user), (200, want_user),
+                (404, got[3][1] if got[3][0] == 404 else "(404 body)"),
+                (200, user_json(2)), (200, list_json([3], 3)), (200, "pong")]
+        T.eq(got, want, tag + "7 pipelined requests answered in order (POST then GET of its id)")
+        T.ok(r.h("x-request-id") is None and c.closed_by_peer(),
+             tag + "pipeline ending in Connection: close is closed after the last answer")
+    except (OSError, EOFError, ValueError) as e:
+        T.ok(False, tag + "pipelining", e)
+    finally:
+        c.close()
+    # the same pipeline delivered one byte at a time
+    c = Conn(port)
+    try:
+        small = raw_request("GET", "/ping") + raw_request("GET", "/users/3", AUTH)
+        for i in range(len(small)):
+            c.send(small[i:i + 1])
+        r1, r2 = c.read_response(), c.read_response()
+        T.eq((r1.status, r1.body, r2.status, r2.body.decode()), (200, b"pong", 200, user_json(3)),
+             tag + "pipelined requests sent one byte at a time")
+    except (OSError, EOFError, ValueError) as e:
+        T.ok(False, tag + "byte-at-a-time pipelining", e)
+    finally:
+        c.close()
+
+
+def check_close(port, tag):
+    r, closed = one(port, raw_request("GET", "/ping", {"Connection": "close"}))
+    T.eq((r.status, (r.h("connection") or "").lower(), closed), (200, "close", True),
+         tag + "Connection: close honoured (header, then EOF)")
+    r, closed = one(port, raw_request("GET", "/users/1", {**AUTH, "Connection": "close"}))
+    T.eq((r.status, closed), (200, True), tag + "Connection: close on a /users route")
+    c = Conn(port)
+    try:
+        c.send(raw_request("GET", "/ping", version="HTTP/1.0"))
+        r = c.read_response()
+        T.eq((r.status, c.closed_by_peer()), (200, True), tag + "HTTP/1.0 without keep-alive closes")
+    except (OSError, EOFError, ValueError) as e:
+        T.ok(False, tag + "HTTP/1.0 close", e)
+    finally:
+        c.close()
+
+
+def expect_status_close(port, tag, what, data, status, send_all=True):
+    """Sends data, expects `status` readable (no reset) and then the connection closed."""
+    c = Conn(port)
+    try:
+        try:
+            if send_all:
+                c.send(data)
+            else:
+                c.send(data[:len(data)])
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the server may stop reading after answering; the answer must still arrive
+        r = c.read_response()
+        T.eq((r.status, (r.h("connection") or "").lower(), c.closed_by_peer()),
+             (status, "close", True), tag + "%s -> %d, readable, then closed" % (what, status))
+    except (OSError, EOFError, ValueError) as e:
+        T.ok(False, tag + "%s -> %d, readable, then closed" % (what, status), repr(e))
+    finally:
+        c.close()
+
+
+def check_limits(port, tag):
+    big_headers = ("POST /users HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                   "Authorization: Bearer %s\r\nContent-Length: 70000\r\n\r\n" % BEARER).encode()
+    expect_status_close(port, tag, "Content-Length 70000 > max-body (headers only)", big_headers,
+                        413)
+    expect_status_close(port, tag, "Content-Length 70000 > max-body (body sent)",
+                        big_headers + b"x" * 70000, 413)
+    chunked = ("POST /users HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+               "Transfer-Encoding: chunked\r\n\r\n").encode()
+    chunked += b"".join(b"2000\r\n" + b"c" * 0x2000 + b"\r\n" for _ in range(9)) + b"0\r\n\r\n"
+    expect_status_close(port, tag, "chunked body of 72 KiB", chunked, 413)
+    expect_status_close(port, tag, "request target > 8 KiB",
+                        raw_request("GET", "/" + "a" * 9000), 414)
+    expect_status_close(port, tag, "header block > 16 KiB",
+                        raw_request("GET", "/ping", {"X-Big": "v" * 17000}), 431)
+    expect_status_close(port, tag, "more than 100 headers",
+                        raw_request("GET", "/ping", {"X-H%d" % i: "v" for i in range(101)}), 431)
+    expect_status_close(port, tag, "missing Host", raw_request("GET", "/ping", host=False), 400)
+    expect_status_close(port, tag, "Content-Length + Transfer-Encoding",
+                        b"POST /users HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n"
+                        b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400)
+    expect_status_close(port, tag, "two differing Content-Lengths",
+                        b"POST /users HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n"
+                        b"Content-Length: 3\r\n\r\nabc", 400)
+    expect_status_close(port, tag, "obs-fold",
+                        b"GET /ping HTTP/1.1\r\nHost: x\r\nX-A: a\r\n b\r\n\r\n", 400)
+    expect_status_close(port, tag, "empty header name",
+                        b"GET /ping HTTP/1.1\r\nHost: x\r\n: v\r\n\r\n", 400)
+    expect_status_close(port, tag, "bare CR in a header",
+                        b"GET /ping HTTP/1.1\r\nHost: x\r\nX-A: a\rb\r\n\r\n", 400)
+    expect_status_close(port, tag, "garbage request line", b"HELLO\r\n\r\n", 400)
+    # a good request before a malformed one is still answered first
+    c = Conn(port)
+    try:
+        c.send(raw_request("GET", "/ping") + b"GET /ping HTTP/1.1\r\nHost: x\r\n X: y\r\n\r\n")
+        r1, r2 = c.read_response(), c.read_response()
+        T.eq((r1.status, r2.status, c.closed_by_peer()), (200, 400, True),
+             tag + "good request then a malformed one: 200, 400, close")
+    except (OSError, EOFError, ValueError) as e:
+        T.ok(False, tag + "good then malformed", repr(e))
+    finally:
+        c.close()
+    # the server is still healthy afterwards
+    r = req(port, "GET", "/ping")
+    T.eq(r.status, 200, tag + "server healthy after the bad inputs")
+
+
+def check_shutdown(srv, tag):
+    idle = Conn(srv.port)  # an idle keep-alive connection must not hold shutdown up
+    idle.send(raw_request("GET", "/ping"))
+    idle.read_response()
+    t0 = time.monotonic()
+    srv.proc.send_signal(signal.SIGTERM)
+    try:
+        rc = srv.proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        rc = None
+    secs = time.monotonic() - t0
+    idle.close()
+    T.ok(rc == 0 and secs < 2.0, tag + "SIGTERM -> exit 0 within 2 s",
+         "rc %r after %.2f s; stderr:\n%s" % (rc, secs, srv.stderr_text()[-2000:]))
+    with open(srv.log, "rb") as f:
+        lines = f.read().decode("utf-8", "replace").splitlines()
+    fmt = re.compile(r"^\d{13} (GET|POST|PUT|DELETE) /\S* \d{3} \d+us \S+$")
+    T.ok(len(lines) > 50 and all(fmt.match(l) for l in lines),
+         tag + "access log flushed on exit, one well-formed line per /users request",
+         "%d lines; first bad: %r" % (len(lines), next((l for l in lines if not fmt.match(l)), None)))
+    T.ok(any(" POST /users 201 " in l for l in lines) and any(" 401 " in l for l in lines),
+         tag + "access log has the 201s and 401s")
+
+
+def check_cli(tag):
+    p = subprocess.run([SERVER, "--help"], capture_output=True, timeout=10)
+    out = (p.stdout + p.stderr).decode("utf-8", "replace")
+    T.ok(p.returncode == 0 and "usage" in out.lower() and "--store" in out,
+         tag + "--help -> exit 0 with usage", "rc %d: %s" % (p.returncode, out[:500]))
+    for bad in (["--bogus"], ["--store=redis"], ["--port", "notaport"], ["--threads", "0"],
+                ["--port"]):
+        p = subprocess.run([SERVER] + bad, capture_output=True, timeout=10)
+        err = p.stderr.decode("utf-8", "replace")
+        T.ok(p.returncode == 2 and "usage" in err.lower(),
+             tag + "%s -> exit 2 with usage on stderr" % " ".join(bad),
+             "rc %d: %s" % (p.returncode, err[:500]))
+
+
+def run_store(store, tmpdir):
+    tag = "[%s] " % store
+    srv = Server(store, tmpdir)
+    if not T.ok(srv.port is not None, tag + "server starts and prints its port",
+                srv.stderr_text()[-2000:]):
+        srv.kill()
+        return
+    try:
+        for check in (check_ping, check_get_user, check_list, check_create, check_create_errors,
+                      check_auth, check_not_found_and_methods, check_request_id, check_metrics,
+                      check_keepalive, check_pipelining, check_close, check_limits):
+            try:
+                check(srv.port, tag)
+            except Exception as e:  # a crashed check is a failure, the others still run
+                T.ok(False, tag + check.__name__ + " raised", repr(e))
+            if srv.proc.poll() is not None:
+                T.ok(False, tag + "server still running after " + check.__name__,
+                     "exit %r; stderr:\n%s" % (srv.proc.returncode, srv.stderr_text()[-2000:]))
+                return
+        check_shutdown(srv, tag)
+    finally:
+        srv.kill()
+
+
+def main():
+    if not os.access(SERVER, os.X_OK):
+        print("1..0 # SKIP %s not built" % SERVER)
+        return 0
+    t0 = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="it_contract.") as tmpdir:
+        check_cli("[cli] ")
+        for store in STORES:
+            run_store(store, tmpdir)
+    print("1..%d" % T.n)
+    print("# %s: %d checks, %d failed, %.1f s" % (SERVER, T.n, T.failed, time.monotonic() - t0))
+    return 1 if T.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
