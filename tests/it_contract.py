@@ -616,6 +616,69 @@ def check_cli(tag):
              "rc %d: %s" % (p.returncode, err[:500]))
 
 
+def check_max_conns_and_env_bearer(tmpdir):
+    """A second server: --max-conns 2 (the third connection is closed or gets 503, and a
+    freed slot is usable again), and the bearer taken from $BEARER when --bearer is absent."""
+    tag = "[max-conns] "
+    err_path = os.path.join(tmpdir, "stderr-maxconns.txt")
+    env = dict(os.environ, BEARER="env-token-xyz")
+    with open(err_path, "wb") as err:
+        proc = subprocess.Popen([SERVER, "--port", "0", "--threads", "1", "--store=memory",
+                                 "--seed-users", "3", "--max-conns", "2"] + EXTRA_ARGS,
+                                stdout=subprocess.DEVNULL, stderr=err, env=env)
+    port = None
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while port is None and time.monotonic() < deadline and proc.poll() is None:
+        with open(err_path, "rb") as f:
+            m = re.search(rb"listening on http://127\.0\.0\.1:(\d+)", f.read())
+        port = int(m.group(1)) if m else None
+        time.sleep(0.02)
+    conns = []
+    try:
+        if not T.ok(port is not None, tag + "server with --max-conns 2 starts"):
+            return
+        r = req(port, "GET", "/users/1", {"Authorization": "Bearer env-token-xyz"})
+        T.eq(r.status, 200, tag + "bearer defaults to $BEARER")
+        r = req(port, "GET", "/users/1", AUTH)
+        T.eq(r.status, 401, tag + "other tokens refused when $BEARER is set")
+        for _ in range(2):
+            c = Conn(port)
+            c.send(raw_request("GET", "/ping"))
+            c.read_response()
+            conns.append(c)
+        third = Conn(port)
+        outcome = None
+        try:
+            third.send(raw_request("GET", "/ping"))
+            outcome = third.read_response().status
+        except (EOFError, ConnectionResetError, BrokenPipeError):
+            outcome = "closed"
+        except socket.timeout:
+            outcome = "timeout"
+        third.close()
+        T.ok(outcome in ("closed", 503), tag + "third connection closed or answered 503", outcome)
+        conns.pop().close()
+        status = None
+        for _ in range(50):  # the server notices the freed slot asynchronously
+            try:
+                status = req(port, "GET", "/ping").status
+                break
+            except (OSError, http.client.HTTPException):
+                time.sleep(0.02)
+        T.eq(status, 200, tag + "a freed slot accepts a new connection")
+        T.eq(proc.poll(), None, tag + "server still running")
+    finally:
+        for c in conns:
+            c.close()
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
 def run_store(store, tmpdir):
     tag = "[%s] " % store
     srv = Server(store, tmpdir)
@@ -647,6 +710,7 @@ def main():
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="it_contract.") as tmpdir:
         check_cli("[cli] ")
+        check_max_conns_and_env_bearer(tmpdir)
         for store in STORES:
             run_store(store, tmpdir)
     print("1..%d" % T.n)
