@@ -126,3 +126,15 @@ clean:
 	rm -rf build build-address build-undefined build-thread
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+
+# ---- bench (bench/README.md): micro-benchmarks of the request path, no sockets ----
+BENCH_SRC := $(sort $(wildcard bench/*.c))
+BENCH_OBJ := $(BENCH_SRC:%.c=$(BUILD)/obj/%.o)
+
+$(BUILD)/bench/micro: $(BENCH_OBJ) $(LIBCOMMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+bench-micro: $(BUILD)/bench/micro
+	@BUILD=$(BUILD) bench/micro.sh $(BENCH_ARGS)
+# ---- end bench ----
