@@ -14,6 +14,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 SERVER = os.environ.get("SERVER", os.environ.get("BUILD", "build") + "/async-server")
@@ -511,15 +512,12 @@ def check_close(port, tag):
         c.close()
 
 
-def expect_status_close(port, tag, what, data, status, send_all=True):
+def expect_status_close(port, tag, what, data, status):
     """Sends data, expects `status` readable (no reset) and then the connection closed."""
     c = Conn(port)
     try:
         try:
-            if send_all:
-                c.send(data)
-            else:
-                c.send(data[:len(data)])
+            c.send(data)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the server may stop reading after answering; the answer must still arrive
         r = c.read_response()
@@ -531,6 +529,13 @@ def expect_status_close(port, tag, what, data, status, send_all=True):
         c.close()
 
 
+def send_ignoring_errors(sock, data):
+    try:
+        sock.sendall(data)
+    except OSError:
+        pass
+
+
 def check_limits(port, tag):
     big_headers = ("POST /users HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                    "Authorization: Bearer %s\r\nContent-Length: 70000\r\n\r\n" % BEARER).encode()
@@ -538,6 +543,21 @@ def check_limits(port, tag):
                         413)
     expect_status_close(port, tag, "Content-Length 70000 > max-body (body sent)",
                         big_headers + b"x" * 70000, 413)
+    # a client that keeps sending a 1 MiB body while reading: the 413 arrives intact
+    c = Conn(port)
+    try:
+        writer = threading.Thread(target=send_ignoring_errors,
+                                  args=(c.sock, big_headers.replace(b"70000", b"1048576")
+                                        + b"y" * 1048576))
+        writer.start()
+        r = c.read_response()
+        T.eq((r.status, c.closed_by_peer()), (413, True),
+             tag + "1 MiB body streamed while reading -> 413 intact, then closed")
+        writer.join(IO_TIMEOUT_S)
+    except (OSError, EOFError, ValueError) as e:
+        T.ok(False, tag + "1 MiB body streamed while reading -> 413", repr(e))
+    finally:
+        c.close()
     chunked = ("POST /users HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                "Transfer-Encoding: chunked\r\n\r\n").encode()
     chunked += b"".join(b"2000\r\n" + b"c" * 0x2000 + b"\r\n" for _ in range(9)) + b"0\r\n\r\n"
