@@ -480,6 +480,33 @@ def check_pipelining(port, tag):
         T.ok(False, tag + "pipelining", e)
     finally:
         c.close()
+    # 300 pipelined requests with ~6 KiB answers, sent before reading any (back-pressure)
+    c = Conn(port)
+    try:
+        n = 300
+        c.send(b"".join(raw_request("GET", "/users?limit=100&after=%d" % (i % 50), AUTH)
+                        for i in range(n)))
+        good = 0
+        for i in range(n):
+            r = c.read_response()
+            doc = json.loads(r.body)
+            good += r.status == 200 and doc["users"][0]["id"] == i % 50 + 1
+        T.eq(good, n, tag + "300 pipelined list requests sent before reading: all in order")
+    except (OSError, EOFError, ValueError) as e:
+        T.ok(False, tag + "300 pipelined list requests", repr(e))
+    finally:
+        c.close()
+    # a request followed by a half-close is still answered
+    c = Conn(port)
+    try:
+        c.send(raw_request("GET", "/ping"))
+        c.sock.shutdown(socket.SHUT_WR)
+        r = c.read_response()
+        T.eq((r.status, r.body), (200, b"pong"), tag + "request then half-close: answered")
+    except (OSError, EOFError, ValueError) as e:
+        T.ok(False, tag + "request then half-close: answered", repr(e))
+    finally:
+        c.close()
     # the same pipeline delivered one byte at a time
     c = Conn(port)
     try:
