@@ -94,6 +94,8 @@ is "metrics: requests by route in the window" \
     '{"metrics":1,"ping":1000}'
 
 # ---- usage ------------------------------------------------------------------------------
+# shellcheck disable=SC2317  # called through ok
+quiet() { "$@" >/dev/null 2>&1; }
 rc_of() { local rc=0; "$@" >/dev/null 2>&1 || rc=$?; echo "$rc"; }
 is "runner.sh --help exits 0" "$(rc_of "$ROOT/runner.sh" --help)" 0
 is "runner.sh unknown server exits 2" "$(rc_of "$ROOT/runner.sh" nginx s1 --smoke)" 2
@@ -118,7 +120,7 @@ is "runner.sh async-mem s1 --smoke exits 0" "$rc" 0
 if [[ $rc -ne 0 ]]; then sed 's/^/# /' "$TMP/runner.err" | tail -n 20; fi
 run="$RESULTS_DIR/it/async-mem-s1"
 res="$run/result.json"
-ok "result.json is JSON" jq -e . "$res" >/dev/null
+ok "result.json is JSON" quiet jq -e . "$res"
 [[ -f "$res" ]] || echo '{}' >"$res"
 ok "a progress line per phase on stderr" \
     bash -c "for p in build start sanity probe sustain stop; do grep -q \"] \$p: \" '$TMP/runner.err' || exit 1; done"
@@ -192,7 +194,7 @@ BUILD="$TMP/nobuild" RUNNER_BUILD=0 "$ROOT/runner.sh" async-mem s2 --smoke --bat
     >/dev/null 2>"$TMP/fail.err" || rc=$?
 is "runner.sh with a missing binary exits 1" "$rc" 1
 ok "its result.json carries the failure" \
-    jq -e '.failure | test("missing")' "$RESULTS_DIR/it-fail/async-mem-s2/result.json"
+    quiet jq -e '.failure | test("missing")' "$RESULTS_DIR/it-fail/async-mem-s2/result.json"
 
 # ---- run_all.sh --smoke -----------------------------------------------------------------------
 rc=0
@@ -201,7 +203,7 @@ is "run_all.sh --smoke exits 0" "$rc" 0
 if [[ $rc -ne 0 ]]; then grep -E '^\[run_all\]' "$TMP/all.err" | sed 's/^/# /' | tail -n 30; fi
 batch="$RESULTS_DIR/it-all"
 ok "progress lines [i/8]" grep -q '^\[run_all\] \[3/8\] actor-mem s2 \.\.\.' "$TMP/all.err"
-ok "index.json parses" jq -e . "$batch/index.json" >/dev/null
+ok "index.json parses" quiet jq -e . "$batch/index.json"
 [[ -f "$batch/index.json" ]] || echo '{}' >"$batch/index.json"
 res="$batch/index.json"
 jqok "index.json: 8 runs, all without failure" '(.runs | length) == 8 and all(.runs[]; .failure == null)'
