@@ -138,3 +138,33 @@ $(BUILD)/bench/micro: $(BENCH_OBJ) $(LIBCOMMON)
 bench-micro: $(BUILD)/bench/micro
 	@BUILD=$(BUILD) bench/micro.sh $(BENCH_ARGS)
 # ---- end bench ----
+
+# ---- fuzzing (issue 7; tests/fuzz/) -------------------------------------------------
+#   make fuzz       libFuzzer (clang, ASan+UBSan) over the whole request path for
+#                   FUZZ_SECONDS (default 60); new inputs go to build-fuzz/corpus/
+#   make fuzz-ci    the same for a short fixed time (20 s), for CI
+FUZZ_SECONDS ?= 60
+FUZZ_CC      ?= clang
+FUZZ_BUILD   := build-fuzz
+FUZZ_FLAGS   := -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
+                -fno-sanitize-recover=undefined -fno-omit-frame-pointer -I. -Icommon \
+                -I$(LLHTTP_INC) -DLLHTTP_STRICT_MODE=1 $(PKG_CFLAGS)
+FUZZ_RUN     = $(FUZZ_BUILD)/fuzz_request -max_total_time=$(1) -max_len=16384 \
+                -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+                $(FUZZ_BUILD)/corpus tests/fuzz/corpus
+
+.PHONY: fuzz fuzz-ci
+$(FUZZ_BUILD)/fuzz_request: tests/fuzz/fuzz_request.c $(COMMON_SRC) $(wildcard common/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_FLAGS) tests/fuzz/fuzz_request.c $(COMMON_SRC) \
+	    $(LLHTTP_SRC)/llhttp.c $(LLHTTP_SRC)/api.c $(LLHTTP_SRC)/http.c \
+	    $(PKG_LIBS) -lm -pthread -o $@
+
+fuzz: $(FUZZ_BUILD)/fuzz_request
+	@mkdir -p $(FUZZ_BUILD)/corpus
+	$(call FUZZ_RUN,$(FUZZ_SECONDS))
+
+fuzz-ci: $(FUZZ_BUILD)/fuzz_request
+	@mkdir -p $(FUZZ_BUILD)/corpus
+	$(call FUZZ_RUN,20)
+# ---- end of fuzzing block -------------------------------------------------------------
