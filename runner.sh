@@ -244,7 +244,7 @@ jq -n --arg server "$server" --arg scenario "$scenario" --arg kind "$kind" --arg
      latency_p50_ms: null, latency_p75_ms: null, latency_p90_ms: null, latency_p99_ms: null,
      latency_p99_9_ms: null, latency_p99_99_ms: null, latency_max_ms: null, latency_mean_ms: null,
      service_time_p50_ms: null, service_time_p99_ms: null, service_time_max_ms: null,
-     requests_completed: null, measured_window_s: null,
+     requests_completed: null, measured_window_s: null, server_cpu_window_s: null,
      server_cpu_pct: null, server_cpu_s: null, req_per_cpu_sec: null,
      server_rss_mb: null, handler_p99_us: null, handler_p50_us: null,
      loadgen_cpu_pct: null, loadgen_cpu_s: null,
@@ -377,9 +377,10 @@ unexpected_total() {
     jq '[.unexpected_status_counts // {} | to_entries[].value] | add // 0' "$1"
 }
 
-# loadgen_pct JSON WALL_S: the loadgen's CPU in percent of one CPU over its whole run.
+# loadgen_pct JSON: the loadgen's CPU in percent of one CPU over its measured window
+# (its loadgen_cpu_s is getrusage at the window's edges; elapsed_s is that window).
 loadgen_pct() {
-    jq --argjson wall "$2" 'if $wall > 0 then ((.loadgen_cpu_s.total // 0) / $wall * 10000 | round / 100) else null end' "$1"
+    jq 'if (.elapsed_s // 0) > 0 then ((.loadgen_cpu_s.total // 0) / .elapsed_s * 10000 | round / 100) else null end' "$1"
 }
 
 # ---- phase: probe -------------------------------------------------------------------------
@@ -389,7 +390,7 @@ if [[ -z "$TARGET_RPS" ]]; then
     run_load probe 0 "$probe_warmup_sec" "$probe_sec" "$run_dir/probe.json" "$run_dir/probe-histogram.txt"
     sat_rps=$(jq '.achieved_rps' "$run_dir/probe.json")
     probe_cpu_pct=$(proc_cpu_pct "$LOAD_CPU0" "$LOAD_CPU1")
-    probe_lg_pct=$(loadgen_pct "$run_dir/probe.json" "$LOAD_WALL_S")
+    probe_lg_pct=$(loadgen_pct "$run_dir/probe.json")
     probe_err=$(errors_total "$run_dir/probe.json")
     [[ "$probe_err" == 0 && "$(unexpected_total "$run_dir/probe.json")" == 0 ]] || probe_clean=false
     saturated=$(awk -v c="$probe_cpu_pct" -v n="$n_server_cpus" 'BEGIN { print (c != "null" && c >= 90 * n) ? "true" : "false" }')
@@ -428,7 +429,7 @@ lg="$run_dir/loadgen.json"
 cpu_pct=$(proc_cpu_pct "$LOAD_CPU0" "$LOAD_CPU1")
 cpu_s=$(proc_cpu_sec "$LOAD_CPU0" "$LOAD_CPU1")
 window_s=$(awk -v a="$LOAD_CPU0" -v b="$LOAD_CPU1" 'BEGIN { split(a, x, " "); split(b, y, " "); printf "%.2f\n", y[1] - x[1] }')
-lg_pct=$(loadgen_pct "$lg" "$LOAD_WALL_S")
+lg_pct=$(loadgen_pct "$lg")
 handler_p99=$(metrics_handler_p99_us "$run_dir/metrics-before.prom" "$run_dir/metrics-after.prom")
 handler_p50=$(metrics_handler_quantile_us 0.5 "$run_dir/metrics-before.prom" "$run_dir/metrics-after.prom")
 server_metrics=$(jq -n --argjson routes "$(metrics_routes_json "$run_dir/metrics-before.prom" "$run_dir/metrics-after.prom")" \
@@ -448,7 +449,7 @@ update=$(jq --argjson target "$target_rps" --argjson cpu "$cpu_pct" --argjson cp
     --argjson hp50 "$(json_num_or_null "$handler_p50")" --argjson errs "$sus_err" --argjson clean "$clean" '
     . as $l | {
      sustained_rps: $l.achieved_rps, requests_completed: $l.requests_completed,
-     measured_window_s: $window,
+     measured_window_s: $l.elapsed_s, server_cpu_window_s: $window,
      latency_p50_ms: $l.latency_ms.p50, latency_p75_ms: $l.latency_ms.p75, latency_p90_ms: $l.latency_ms.p90,
      latency_p99_ms: $l.latency_ms.p99, latency_p99_9_ms: $l.latency_ms.p99_9,
      latency_p99_99_ms: $l.latency_ms.p99_99, latency_max_ms: $l.latency_ms.max,
