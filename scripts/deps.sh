@@ -4,7 +4,7 @@
 # when not root. Does not download anything outside Debian's archive.
 set -euo pipefail
 
-PACKAGES="${DEPS_PACKAGES:-build-essential pkg-config libuv1-dev libck-dev libsqlite3-dev node-llhttp libjansson-dev libcmocka-dev curl jq gnuplot-nox wrk nginx-light util-linux clang libclang-rt-14-dev sqlite3 python3}"
+PACKAGES="${DEPS_PACKAGES:-build-essential pkg-config libuv1-dev libck-dev libsqlite3-dev node-llhttp libjansson-dev libcmocka-dev curl jq gnuplot-nox wrk nginx-light util-linux clang libclang-rt-14-dev sqlite3 python3 shellcheck}"
 
 usage() {
     cat <<USAGE
