@@ -63,6 +63,7 @@ tmp=$(mktemp -d)
 cleanup() { rm -rf "$tmp"; }
 trap cleanup EXIT
 
+loadavg=$(cut -d' ' -f1-3 /proc/loadavg) # other work on the machine, before we start
 echo "micro.sh: timing ($RUNS runs per case, >= $MIN_RUN_MS ms each)..." >&2
 "$bin" --runs "$RUNS" --min-run-ms "$MIN_RUN_MS" "${filters[@]}" >"$tmp/time.json" \
     2>"$tmp/time.log" || { cat "$tmp/time.log" >&2; exit 1; }
@@ -100,14 +101,15 @@ mkdir -p "$(dirname "$OUT")"
 jq --slurpfile instr "$tmp/instr.json" \
     --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" --arg host "$(hostname)" \
     --argjson cores "$(nproc)" --arg commit "$commit" --argjson dirty "$dirty" \
-    --arg cc "$(${CC:-cc} --version | head -n1)" --argjson it "$CALLGRIND_ITERS" \
-    '{date: $date, host: $host, cores: $cores, commit: $commit,
+    --arg cc "$(${CC:-cc} --version | head -n1)" --arg loadavg "$loadavg" --argjson it "$CALLGRIND_ITERS" \
+    '{date: $date, loadavg_before: $loadavg, host: $host, cores: $cores, commit: $commit,
       uncommitted_files_in_request_path: $dirty, compiler: $cc, runs: .runs,
       callgrind_iters: (if ($instr[0] | length) > 0 then $it else null end),
       cases: [.cases[] | . + {instr_per_op: ($instr[0][.name] // null)}]}' \
     "$tmp/time.json" >"$OUT"
 
-printf '%s  %s  %s cores  commit %s\n' "$(jq -r .date "$OUT")" "$(hostname)" "$(nproc)" "$commit"
+printf '%s  %s  %s cores  commit %s  load average before: %s\n' "$(jq -r .date "$OUT")" \
+    "$(hostname)" "$(nproc)" "$commit" "$loadavg"
 printf '%-18s %12s %12s %12s %14s\n' case "median ns/op" "min ns/op" "max ns/op" "instr/op"
 jq -r '.cases[] | [.name, .ns_per_op_median, .ns_per_op_min, .ns_per_op_max,
         (.instr_per_op // "-")] | @tsv' "$OUT" |

@@ -133,6 +133,8 @@ stop_pid() {
     wait "$1" 2>/dev/null || true
 }
 
+loadavg=$(cut -d' ' -f1-3 /proc/loadavg) # other work on the machine, before we start
+
 # --- async-server (and actor-server) ---
 run_ours() {
     local name=$1
@@ -199,14 +201,14 @@ jq -s --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" --arg host "$(hostname)" \
     --argjson cores "$(nproc)" --arg kernel "$(uname -r)" --arg nginx "$nginx_v" \
     --arg cc "$gcc_v" --arg commit "$commit" --arg loadgen "$loadgen" \
     --argjson conns "$CONNECTIONS" --argjson pipe "$PIPELINE" --argjson dur "$DURATION" --argjson warm "$WARMUP" \
-    --argjson min "$MIN_CPU_PCT" \
-    '{date: $date, host: $host, cores: $cores, kernel: $kernel, nginx: $nginx,
+    --argjson min "$MIN_CPU_PCT" --arg loadavg "$loadavg" \
+    '{date: $date, loadavg_before: $loadavg, host: $host, cores: $cores, kernel: $kernel, nginx: $nginx,
       compiler: $cc, commit: $commit, loadgen: $loadgen, connections: $conns, pipeline: $pipe,
       duration_s: $dur, warmup_s: $warm, min_cpu_pct: $min, results: .,
       saturated: (all(.[]; .server_cpu_pct >= $min))}' "$tmp/results.jsonl" >"$OUT"
 
 echo "vs nginx, GET /ping: $(jq -r '.date' "$OUT")  host $(hostname)  $(nproc) cores  kernel $(uname -r)"
-echo "nginx $nginx_v  |  $gcc_v  |  commit $commit"
+echo "nginx $nginx_v  |  $gcc_v  |  commit $commit  |  load average before: $loadavg"
 echo "load: $loadgen, $CONNECTIONS keep-alive connections, pipeline $PIPELINE, ${WARMUP}s warm-up (discarded) + ${DURATION}s measured;" \
     "servers on CPU $SERVER_CPU, load generator on CPU $LOADGEN_CPU"
 printf '%-14s %12s %14s %22s\n' server "req/s" "server CPU%" "req per server CPU-s"
