@@ -1,6 +1,7 @@
 /* mailbox: a bounded multi-producer, single-consumer queue of `void *` messages on a
- * Concurrency Kit ring (ck_ring_enqueue_mpsc / ck_ring_dequeue_mpsc). No locks and no
- * allocation per message; it does not wake anybody (that is the actor's job).
+ * Concurrency Kit ring (ck_ring_enqueue_reserve_mpmc + an in-order commit that yields
+ * when it waits; ck_ring_dequeue_mpsc). No locks and no allocation per message; it does
+ * not wake anybody (that is the actor's job).
  * Invariant: any thread may push and read the depth; exactly one thread at a time pops. */
 #ifndef ACTOR_MAILBOX_H
 #define ACTOR_MAILBOX_H

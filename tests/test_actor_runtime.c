@@ -98,6 +98,7 @@ static void test_many_producers_into_one_actor(void **state)
     uint64_t full = 0;
     int err = 0;
     struct actor *a = actor_new("order", order_fn, &st, s, 1024, &err);
+    uint64_t start_ns = now_ns();
 
     assert_non_null(a);
     for (unsigned i = 0; i < PRODUCERS; i++)
@@ -120,7 +121,8 @@ static void test_many_producers_into_one_actor(void **state)
     assert_int_equal(st.seen, (uint64_t)PRODUCERS * PER_PRODUCER);
     assert_int_equal(actor_processed(a), (uint64_t)PRODUCERS * PER_PRODUCER);
     assert_int_equal(actor_depth(a), 0);
-    fprintf(stderr, "# %llu sends found the mailbox full, %llu runs\n",
+    fprintf(stderr, "# %u x %u messages in %.2f s, %llu sends found the mailbox full, "
+            "%llu runs\n", PRODUCERS, PER_PRODUCER, (double)(now_ns() - start_ns) / 1e9,
             (unsigned long long)full, (unsigned long long)actor_runs(a));
     actor_free(a);
     sched_free(s);
@@ -377,11 +379,11 @@ static void *uv_side_main(void *arg)
 }
 
 /* Plays `balls` balls between a thread scheduler and either another thread scheduler
- * or a libuv loop's scheduler, ROUND_TRIPS round trips each. */
-static void pingpong(unsigned balls, bool with_uv)
+ * or a libuv loop's scheduler, `trips` round trips each. */
+static void pingpong(unsigned balls, uint64_t trips, bool with_uv)
 {
     atomic_uint_fast64_t finished = 0;
-    struct pong_side ping = {.target = ROUND_TRIPS, .finished = &finished};
+    struct pong_side ping = {.target = trips, .finished = &finished};
     struct pong_side pong = {.target = 0, .finished = &finished};
     struct ball ball[4];
     struct sched *s1 = sched_new_thread("ping"), *s2 = NULL;
@@ -420,8 +422,8 @@ static void pingpong(unsigned balls, bool with_uv)
                  (double)(now_ns() - start_ns) / 1e9, (unsigned)atomic_load(&finished),
                  balls, (unsigned long long)actor_processed(a),
                  (unsigned long long)actor_processed(b));
-    fprintf(stderr, "# %u ball(s), %s: %u round trips each in %.2f s\n", balls,
-            with_uv ? "thread<->uv" : "thread<->thread", ROUND_TRIPS,
+    fprintf(stderr, "# %u ball(s), %s: %llu round trips each in %.2f s\n", balls,
+            with_uv ? "thread<->uv" : "thread<->thread", (unsigned long long)trips,
             (double)(now_ns() - start_ns) / 1e9);
     assert_int_equal(sched_stop_and_join(s1), 0);
     if (with_uv) {
@@ -430,12 +432,12 @@ static void pingpong(unsigned balls, bool with_uv)
     } else {
         assert_int_equal(sched_stop_and_join(s2), 0);
     }
-    assert_int_equal(actor_processed(a), (uint64_t)balls * ROUND_TRIPS);
-    assert_int_equal(actor_processed(b), (uint64_t)balls * ROUND_TRIPS);
-    assert_int_equal(ping.hits, (uint64_t)balls * ROUND_TRIPS);
-    assert_int_equal(pong.hits, (uint64_t)balls * ROUND_TRIPS);
+    assert_int_equal(actor_processed(a), balls * trips);
+    assert_int_equal(actor_processed(b), balls * trips);
+    assert_int_equal(ping.hits, balls * trips);
+    assert_int_equal(pong.hits, balls * trips);
     for (unsigned i = 0; i < balls; i++)
-        assert_int_equal(ball[i].trips, ROUND_TRIPS);
+        assert_int_equal(ball[i].trips, trips);
     actor_free(a);
     actor_free(b);
     sched_free(s1);
@@ -449,22 +451,22 @@ static void pingpong(unsigned balls, bool with_uv)
 
 static void test_pingpong_thread_thread_one_ball(void **state)
 {
-    pingpong(1, false);
+    pingpong(1, ROUND_TRIPS, false);
 }
 
 static void test_pingpong_thread_thread_three_balls(void **state)
 {
-    pingpong(3, false);
+    pingpong(3, ROUND_TRIPS / 2, false);
 }
 
 static void test_pingpong_thread_uv_one_ball(void **state)
 {
-    pingpong(1, true);
+    pingpong(1, ROUND_TRIPS, true);
 }
 
 static void test_pingpong_thread_uv_three_balls(void **state)
 {
-    pingpong(3, true);
+    pingpong(3, ROUND_TRIPS / 2, true);
 }
 
 int main(void)
