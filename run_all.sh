@@ -18,6 +18,9 @@ EQUAL_MEASURE_SEC="${EQUAL_MEASURE_SEC:-}"  # equal-load measured window (full 3
 RESULTS_DIR="${RESULTS_DIR:-$ROOT/results}"
 BATCH="${BATCH:-}"
 
+# Only the equal-load runs set these; inherited values would turn every run into one.
+unset TARGET_RPS RUN_SUFFIX
+
 ALL_SERVERS="actor-mem async-mem actor-sqlite async-sqlite"
 ALL_SCENARIOS="s1 s2 s3 s4"
 

@@ -188,9 +188,11 @@ export LOG_FILE="$run_dir/runner.log" LOG_TAG="runner $run_name"
 : >"$LOG_FILE"
 
 # ---- state and cleanup ----------------------------------------------------------
-SERVER_PID="" LOADGEN_PID="" BG_PID=""
+SERVER_PID="" LOADGEN_PID="" BG_PID="" DIED=""
 cleanup() {
     local pid
+    # the edge sampler's sleep first (its parent is our own background job)
+    if [[ -n "$BG_PID" ]]; then pkill -TERM -P "$BG_PID" 2>/dev/null || true; fi
     for pid in "$BG_PID" "$LOADGEN_PID" "$SERVER_PID"; do
         if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then
             kill -TERM "$pid" 2>/dev/null || true
@@ -204,6 +206,16 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'fail "interrupted by a signal"' INT TERM
+
+# server_died: sets DIED to how the (already exited) server ended, for failure messages.
+# Not in a subshell: only this shell can wait for its child.
+server_died() {
+    local st=0
+    wait "$SERVER_PID" 2>/dev/null || st=$?
+    SERVER_PID=""
+    if (( st > 128 )); then DIED="killed by signal $((st - 128))"; else DIED="exit status $st"; fi
+    DIED="$DIED; server.log ends: $(tail -n 3 "$run_dir/server.log" | tr '\n' ' ')"
+}
 
 # fail MSG: records MSG as the run's failure in result.json, stops what this run
 # started (the EXIT trap) and exits 1.
@@ -306,7 +318,7 @@ ready_rc=0
 ping_wait "$url" "$SERVER_PID" "$READY_TIMEOUT_SEC" || ready_rc=$?
 case "$ready_rc" in
     0) ;;
-    1) fail "server exited before answering /ping: $(tail -n 3 "$run_dir/server.log" | tr '\n' ' ')" ;;
+    1) server_died; fail "server exited before answering /ping ($DIED)" ;;
     *) fail "server did not answer /ping within ${READY_TIMEOUT_SEC} s" ;;
 esac
 log_info "start: $bin_name --store=$store pid $SERVER_PID on port $PORT, $n_server_cpus thread(s) on CPUs $SERVER_CPUS, ready in $(calc "$(clock_s) - $t_start") s"
@@ -333,7 +345,7 @@ run_load() {
     rm -f "$edge" "$json" "$hgrm"
     LOAD_T0=$(clock_s)
     if (( warm == 0 )); then
-        proc_sample "$SERVER_PID" >"$edge" || fail "server exited before the $phase"
+        if ! proc_sample "$SERVER_PID" >"$edge"; then server_died; fail "server exited before the $phase ($DIED)"; fi
         if [[ -n "$scrape" ]]; then metrics_scrape "$url" "$scrape-before.prom" || fail "scraping /metrics before the $phase failed"; fi
     else
         (
@@ -350,7 +362,7 @@ run_load() {
     LOADGEN_PID=$!
     wait "$LOADGEN_PID" || rc=$?
     LOADGEN_PID=""
-    LOAD_CPU1=$(proc_sample "$SERVER_PID") || fail "server exited during the $phase: $(tail -n 3 "$run_dir/server.log" | tr '\n' ' ')"
+    if ! LOAD_CPU1=$(proc_sample "$SERVER_PID"); then server_died; fail "server exited during the $phase ($DIED)"; fi
     LOAD_WALL_S=$(calc "$(clock_s) - $LOAD_T0")
     if [[ -n "$BG_PID" ]]; then wait "$BG_PID" || true; BG_PID=""; fi
     if [[ -n "$scrape" ]]; then
@@ -473,7 +485,7 @@ note=""
 log_info "sustain: $(fmt_num "$sus_rps") req/s of $target_rps, p99 $(fmt_num "$p99" 3) ms, server CPU $cpu_pct% ($rpc req/CPU-s), handler p99 $handler_p99 us, loadgen CPU $lg_pct%$note"
 
 # ---- phase: stop ----------------------------------------------------------------------------
-hwm_kb=$(proc_hwm_kb "$SERVER_PID") || fail "server exited before it was stopped"
+if ! hwm_kb=$(proc_hwm_kb "$SERVER_PID"); then server_died; fail "server exited before it was stopped ($DIED)"; fi
 json_set "$RES" .server_rss_mb "$(awk -v k="$hwm_kb" 'BEGIN { printf "%.1f\n", k / 1024 }')"
 t_stop=$(clock_s)
 kill -TERM "$SERVER_PID"

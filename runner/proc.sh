@@ -13,7 +13,7 @@ proc_clk_tck() {
 # /proc/PID/stat-format FILE. Returns 1 when FILE is unreadable or malformed.
 proc_stat_ticks_file() {
     local line rest
-    line=$(<"$1") || return 1
+    { line=$(<"$1"); } 2>/dev/null || return 1
     [[ "$line" == *")"* ]] || return 1
     rest=${line##*)}               # after the last ')': " S ppid pgrp ..."
     # Fields after comm: 1 state ... 12 utime, 13 stime (stat(5) fields 14 and 15).

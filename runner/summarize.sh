@@ -126,8 +126,8 @@ def ratio($a; $b): if $a != null and $b != null and $b > 0 then ($a / $b * 1000 
    verdict: ($verdict + {target_ratio: $target, required_scenarios: ["s1", "s2"],
              per_scenario: [$scenarios[] | {scenario, verdict, ratio, basis, basis_source}]}),
    scenarios: $scenarios, failures: $failures,
-   runs: [$sat[] | . + {path: "\(.run)/result.json"}],
-   equal_load_runs: [$eq[] | . + {path: "\(.run)/result.json"}]}
+   runs: [$sat[] | . + {dir: .run, path: "\(.run)/result.json"}],
+   equal_load_runs: [$eq[] | . + {dir: .run, path: "\(.run)/result.json"}]}
 JQ
 
 jq -s --argjson matrix "$matrix" --argjson target "$TARGET_RATIO" \

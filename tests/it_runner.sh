@@ -107,6 +107,9 @@ is "run_all.sh --help exits 0" "$(rc_of "$ROOT/run_all.sh" --help)" 0
 is "run_all.sh unknown scenario exits 2" "$(rc_of "$ROOT/run_all.sh" --scenarios=s7 --smoke)" 2
 is "summarize.sh without a batch exits 2" "$(rc_of "$ROOT/runner/summarize.sh")" 2
 
+ok "shellcheck: runner.sh, run_all.sh, runner/*.sh, this test" \
+    quiet bash -c "cd '$ROOT' && shellcheck -x runner.sh run_all.sh runner/*.sh tests/it_runner.sh"
+
 if [[ "$IT_RUNNER_E2E" != 1 ]]; then
     echo "1..$n"
     exit $(( failed > 0 ))
