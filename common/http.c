@@ -139,6 +139,10 @@ static int on_header_field_complete(llhttp_t *llh)
     struct http_parser *hp = parser_of(llh);
     if (hp->field_len == 0)
         return fail(hp, 400, "empty header name");
+    /* Chunked trailer fields are refused: scan_headers() does not see them (obs-fold
+     * would pass) and merging them (Authorization, Content-Type) is not allowed. */
+    if (!hp->in_headers)
+        return fail(hp, 400, "trailer fields not accepted");
     if (++hp->header_count > hp->lim->max_header_count)
         return fail(hp, 431, "too many headers");
     if (field_is(hp, "host", 4))
