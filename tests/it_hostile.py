@@ -123,6 +123,18 @@ def length_cases():
          b"Transfer-Encoding: chunked\r\n\r\n" + chunked(b"{\"name\":\"chunk\",",
                                                           b"\"email\":\"c@example.com\"}"),
          201, "keep")
+    body = b"{\"name\":\"tr\",\"email\":\"t@r\"}"
+    chunked_post = (b"POST /users HTTP/1.1\r\n" + H + b"Content-Type: application/json\r\n"
+                    b"Transfer-Encoding: chunked\r\n")
+    case("Authorization in a chunked trailer is not merged (400)",
+         chunked_post + b"\r\n%x\r\n%s\r\n0\r\nAuthorization: Bearer %s\r\n\r\n" %
+         (len(body), body, TOK), 400, "close")
+    case("obs-fold in a chunked trailer (400)",
+         chunked_post + AUTH + b"\r\n%x\r\n%s\r\n0\r\nX-A: a\r\n b\r\n\r\n" %
+         (len(body), body), 400, "close")
+    case("chunk extension accepted",
+         chunked_post + AUTH + b"\r\n%x;ext=1\r\n%s\r\n0\r\n\r\n" % (len(body), body),
+         201, "keep")
     target = b"/ping?" + b"a" * (8 * 1024 - 6)
     case("request target of exactly 8 KiB", b"GET " + target + b" HTTP/1.1\r\n" + H + b"\r\n",
          200, "keep")
