@@ -325,6 +325,39 @@ def test_disconnects(tap, label, path, store):
         finish_server(tap, "%s/%s disconnects" % (label, store), srv)
 
 
+# ---- a client that sends but never reads ----
+
+def test_no_read(tap, label, path):
+    """Pipelines GET /users?limit=100 (about 7 KiB per response) for 3 s and never reads:
+    the server must apply backpressure (stop reading that connection) instead of queueing
+    responses without bound."""
+    srv = Server(path, "memory", seed=1000).start()
+    try:
+        rss0 = srv.rss_kb()
+        s = connect(srv.port)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.settimeout(0.2)
+        burst = get(b"/users?limit=100") * 500
+        sent, peak = 0, rss0
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 3.0 and peak - rss0 < 256 * 1024:
+            try:
+                sent += s.send(burst)
+            except socket.timeout:
+                pass
+            except OSError:
+                break
+            peak = max(peak, srv.rss_kb())
+        tap.ok(peak - rss0 < 64 * 1024,
+               "%s: a client that never reads its responses does not grow the server "
+               "(RSS %d -> %d KiB after %.1f MB of requests)" % (label, rss0, peak, sent / 1e6),
+               "unbounded output queue: see /work/briefs/bugs.md (no backpressure)")
+        rst_close(s)
+        tap.ok(healthy(srv.port) is None, "%s: serves others after the non-reading client" % label)
+    finally:
+        finish_server(tap, label + " no-read", srv)
+
+
 # ---- SIGTERM under load ----
 
 class LoadClient(threading.Thread):
@@ -670,6 +703,7 @@ def main():
         ("slowloris", lambda l, p: test_slowloris(tap, l, p)),
         ("fdlimit", lambda l, p: test_fd_limit(tap, l, p)),
         ("disconnect", lambda l, p: [test_disconnects(tap, l, p, st) for st in ("memory", "sqlite")]),
+        ("noread", lambda l, p: test_no_read(tap, l, p)),
         ("sigterm", lambda l, p: test_sigterm(tap, l, p)),
         ("durability", lambda l, p: test_durability(tap, l, p)),
         ("overload", lambda l, p: test_overload(tap, l, p)),
