@@ -121,7 +121,10 @@ measure() {
         --argjson wall_ns "$((t1 - t0))" \
         '{server: $n, requests: .requests_completed, elapsed_s: .elapsed_s,
           rps: (.requests_completed / .elapsed_s),
-          server_cpu_s: ($cpu_ticks / $tck), window_s: ($wall_ns / 1e9)}
+          server_cpu_s: ($cpu_ticks / $tck), window_s: ($wall_ns / 1e9),
+          errors: (.errors_total // null),
+          loadgen_cpu_pct: (if .loadgen_cpu_s.total then 100 * .loadgen_cpu_s.total / .elapsed_s
+                            else null end)}
          | . + {server_cpu_pct: (100 * .server_cpu_s / .window_s),
                 requests_per_cpu_s: (if .server_cpu_s > 0 then .requests / .server_cpu_s
                                      else null end)}' \
@@ -211,10 +214,18 @@ echo "vs nginx, GET /ping: $(jq -r '.date' "$OUT")  host $(hostname)  $(nproc) c
 echo "nginx $nginx_v  |  $gcc_v  |  commit $commit  |  load average before: $loadavg"
 echo "load: $loadgen, $CONNECTIONS keep-alive connections, pipeline $PIPELINE, ${WARMUP}s warm-up (discarded) + ${DURATION}s measured;" \
     "servers on CPU $SERVER_CPU, load generator on CPU $LOADGEN_CPU"
-printf '%-14s %12s %14s %22s\n' server "req/s" "server CPU%" "req per server CPU-s"
-jq -r '.results[] | [.server, .rps, .server_cpu_pct, (.requests_per_cpu_s // 0)] | @tsv' "$OUT" |
-    awk -F'\t' '{ printf "%-14s %12.0f %13.1f%% %22.0f\n", $1, $2, $3, $4 }'
+printf '%-14s %12s %14s %22s %14s %7s\n' server "req/s" "server CPU%" "req per server CPU-s" \
+    "loadgen CPU%" errors
+jq -r '.results[] | [.server, .rps, .server_cpu_pct, (.requests_per_cpu_s // 0),
+        (.loadgen_cpu_pct // "-"), (.errors // "-")] | @tsv' "$OUT" |
+    awk -F'\t' '{ printf "%-14s %12.0f %13.1f%% %22.0f %14s %7s\n", $1, $2, $3, $4,
+                   ($5 == "-" ? "-" : sprintf("%.1f%%", $5)), $6 }'
 status=0
+errs=$(jq -r '[.results[] | select((.errors // 0) > 0) | "\(.server) (\(.errors))"] | join(" ")' "$OUT")
+if [ -n "$errs" ]; then
+    echo "WARNING: the load generator counted errors: $errs" >&2
+    status=3
+fi
 low=$(jq -r --argjson min "$MIN_CPU_PCT" \
     '.results[] | select(.server_cpu_pct < $min) | "\(.server) (\(.server_cpu_pct | floor)%)"' "$OUT")
 for s in async-server actor-server; do
@@ -229,8 +240,16 @@ for s in async-server actor-server; do
 done
 if [ -n "$low" ]; then
     echo "WARNING: server CPU below $MIN_CPU_PCT% during the measured window: $(echo "$low" | paste -sd' ')." \
-        "That server was not saturated (the load generator or the machine was the limit), so" \
-        "requests per CPU-second are not comparable and the ratio is not a valid result." >&2
+        "That server was not saturated, so requests per CPU-second are not comparable and the" \
+        "ratio is not a valid result." >&2
+    busy_lg=$(jq -r --argjson min "$MIN_CPU_PCT" '[.results[] | select((.loadgen_cpu_pct // 100) >= $min)
+        | .server] | join(" ")' "$OUT")
+    if [ -n "$busy_lg" ]; then
+        echo "  The load generator was CPU-bound against: $busy_lg (try PIPELINE=8 or more)." >&2
+    else
+        echo "  The load generator was not CPU-bound either: other work on the machine took the" \
+            "CPUs (see the load average); re-run when it is idle." >&2
+    fi
     status=3
 fi
 echo "results: $OUT"
