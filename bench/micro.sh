@@ -14,6 +14,8 @@ TIME_NOISE_PCT=${TIME_NOISE_PCT:-10}   # ns/op changes within +-this are "within
 INSTR_NOISE_PCT=${INSTR_NOISE_PCT:-0.5} # instructions/op changes within +-this likewise
 BASELINE_DIR=${BASELINE_DIR:-bench/baselines}
 OUT=${OUT:-$BUILD/bench/micro-latest.json}
+MICRO_CPU=${MICRO_CPU:-}               # pin the timed runs to this CPU (taskset) if set
+PROFILE_DIR=${PROFILE_DIR:-$BUILD/bench/callgrind} # --profile keeps the dumps here
 
 usage() {
     cat <<EOF
@@ -23,20 +25,25 @@ usage: bench/micro.sh [--save-baseline NAME] [--baseline NAME] [--no-callgrind]
   --baseline NAME       compare this run (current) against $BASELINE_DIR/NAME.json
   --no-callgrind        skip the instructions/op measurement
   --filter CASE         only cases whose name contains CASE (repeatable)
+  --profile             also print each case's most expensive functions (callgrind self
+                        cost) and keep the dumps in PROFILE_DIR for callgrind_annotate
 Environment: BUILD=$BUILD RUNS=$RUNS MIN_RUN_MS=$MIN_RUN_MS CALLGRIND_ITERS=$CALLGRIND_ITERS
   TIME_NOISE_PCT=$TIME_NOISE_PCT INSTR_NOISE_PCT=$INSTR_NOISE_PCT OUT=$OUT
+  MICRO_CPU=$MICRO_CPU PROFILE_DIR=$PROFILE_DIR
 EOF
 }
 
 save_name=""
 base_name=""
 callgrind=1
+profile=0
 filters=()
 while [ $# -gt 0 ]; do
     case "$1" in
     --save-baseline) [ $# -ge 2 ] || { usage >&2; exit 2; }; save_name=$2; shift 2 ;;
     --baseline) [ $# -ge 2 ] || { usage >&2; exit 2; }; base_name=$2; shift 2 ;;
     --no-callgrind) callgrind=0; shift ;;
+    --profile) profile=1; shift ;;
     --filter) [ $# -ge 2 ] || { usage >&2; exit 2; }; filters+=(--filter "$2"); shift 2 ;;
     -h | --help) usage; exit 0 ;;
     *) echo "micro.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
@@ -48,6 +55,10 @@ for n in "$save_name" "$base_name"; do
         exit 2
     fi
 done
+if [ "$profile" = 1 ] && [ "$callgrind" = 0 ]; then
+    echo "micro.sh: --profile needs callgrind" >&2
+    exit 2
+fi
 if [ -n "$base_name" ] && [ ! -f "$BASELINE_DIR/$base_name.json" ]; then
     echo "micro.sh: no baseline $BASELINE_DIR/$base_name.json" >&2
     exit 2
@@ -65,7 +76,9 @@ trap cleanup EXIT
 
 loadavg=$(cut -d' ' -f1-3 /proc/loadavg) # other work on the machine, before we start
 echo "micro.sh: timing ($RUNS runs per case, >= $MIN_RUN_MS ms each)..." >&2
-"$bin" --runs "$RUNS" --min-run-ms "$MIN_RUN_MS" "${filters[@]}" >"$tmp/time.json" \
+pin=()
+[ -z "$MICRO_CPU" ] || pin=(taskset -c "$MICRO_CPU")
+"${pin[@]}" "$bin" --runs "$RUNS" --min-run-ms "$MIN_RUN_MS" "${filters[@]}" >"$tmp/time.json" \
     2>"$tmp/time.log" || { cat "$tmp/time.log" >&2; exit 1; }
 
 # instructions/op: per case, one collected run of CALLGRIND_ITERS iterations and one of
@@ -145,6 +158,23 @@ if [ -n "$base_name" ]; then
         }'
     missing=$(jq -r --slurpfile b "$base" '[.cases[].name] - [$b[0].cases[].name] | join(" ")' "$OUT")
     [ -z "$missing" ] || echo "not in baseline $base_name: $missing"
+fi
+
+if [ "$profile" = 1 ]; then
+    rm -rf "$PROFILE_DIR"
+    mkdir -p "$PROFILE_DIR"
+    echo
+    for f in "$tmp"/cg.out.*; do
+        dump=$(sed -n 's/^desc: Trigger: Client Request: //p' "$f")
+        case "$dump" in *@1) ;; *) continue ;; esac
+        name=${dump%@1}
+        cp "$f" "$PROFILE_DIR/$name.callgrind"
+        echo "$name: functions by self cost over $CALLGRIND_ITERS iterations ($PROFILE_DIR/$name.callgrind)"
+        callgrind_annotate --threshold=100 --auto=no "$PROFILE_DIR/$name.callgrind" 2>/dev/null |
+            grep -E '^ *[0-9,]+ \( *[0-9.]+%\) ' | grep -v -e 'PROGRAM TOTALS' -e '(100.0%)' |
+            sed 's/ \[.*\]$//' | head -n 15
+        echo
+    done
 fi
 
 if [ -n "$save_name" ]; then
