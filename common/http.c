@@ -248,6 +248,9 @@ static int on_headers_complete(llhttp_t *llh)
     /* Checked before any body byte is stored. */
     if ((llh->flags & F_CONTENT_LENGTH) && llh->content_length > hp->lim->max_body)
         return fail(hp, 413, "body too large");
+    /* Upgrade and CONNECT are ignored (RFC 9110 7.8): the connection stays HTTP/1.1, so
+     * llhttp must not treat the bytes after this message as another protocol. */
+    llh->upgrade = 0;
     return 0;
 }
 
