@@ -278,12 +278,27 @@ def auth_cases():
 
 
 def pipelining_cases():
-    case("pipelined valid request then garbage: 200, then 400",
-         PING + b"GARBAGE\r\n\r\n", 200, "either")
     case("smuggled request inside CL+TE body gets no response of its own",
          b"POST /users HTTP/1.1\r\n" + H + b"Content-Length: 35\r\nTransfer-Encoding: chunked"
          b"\r\n\r\n0\r\n\r\nGET /users/1 HTTP/1.1\r\nHost: t\r\n\r\n", 400, "close")
 
+
+# (name, raw bytes, statuses of the responses in order, then "close" | "keep")
+SEQ_CASES = [
+    ("Upgrade: websocket is ignored; the next pipelined request is HTTP/1.1",
+     b"GET /ping HTTP/1.1\r\n" + H + b"Connection: Upgrade\r\nUpgrade: websocket\r\n\r\n" + PING,
+     [200, 200], "keep"),
+    ("Upgrade: h2c on a POST is ignored",
+     post(b"{\"name\":\"up\",\"email\":\"u@p\"}", extra=b"Connection: Upgrade\r\nUpgrade: h2c\r\n") +
+     PING, [201, 200], "keep"),
+    ("CONNECT is not a tunnel; the next pipelined request is HTTP/1.1",
+     b"CONNECT t:80 HTTP/1.1\r\n" + H + b"\r\n" + PING, [404, 200], "keep"),
+    ("pipelined valid request then garbage: 200, then 400", PING + b"GARBAGE\r\n\r\n",
+     [200, 400], "close"),
+    ("Connection: close request: the pipelined one after it is not answered",
+     b"GET /ping HTTP/1.1\r\n" + H + b"Connection: close\r\n\r\n" + PING, [200], "close"),
+    ("HTTP/2 preface", b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", [400], "close"),
+]
 
 smuggling_cases()
 length_cases()
@@ -306,15 +321,6 @@ def check_case(tap, label, port, name, raw, statuses, conn):
         if resp.headers.get("content-length") is None:
             problems.append("no Content-Length")
         closes = resp.headers.get("connection", "").lower() == "close"
-        if name.startswith("pipelined valid"):
-            try:
-                second = r.response()
-                if second.status != 400:
-                    problems.append("second response %d, want 400" % second.status)
-                closes = True
-                resp = second
-            except (OSError, EOFError, ValueError) as e:
-                problems.append("second response missing: %r" % (e,))
         if conn == "close" or (conn == "either" and closes):
             if not closes:
                 problems.append("no 'Connection: close' on a closing response")
@@ -338,6 +344,38 @@ def check_case(tap, label, port, name, raw, statuses, conn):
     if bad:
         problems.append("next client not served: " + bad)
     got = resp.status if isinstance(resp, Response) else "none"
+    tap.ok(not problems, "%s: %s -> %s %s" % (label, name, got, conn), "\n".join(problems))
+
+
+def check_sequence(tap, label, port, name, raw, statuses, conn):
+    """raw holds several requests: their responses come in order, then the connection
+    closes (FIN) or serves one more request."""
+    s = connect(port)
+    r = Reader(s)
+    got, problems = [], []
+    try:
+        s.sendall(raw)
+        for _ in statuses:
+            got.append(r.response().status)
+    except (OSError, EOFError, ValueError) as e:
+        problems.append("after %r: %r" % (got, e))
+    if got != statuses:
+        problems.append("statuses %r, want %r" % (got, statuses))
+    elif conn == "close":
+        state = r.closed(3.0)
+        if state != "eof":
+            problems.append("connection '%s' after the last response, want FIN" % state)
+    else:
+        try:
+            s.sendall(PING)
+            if r.response().status != 200:
+                problems.append("next request not served")
+        except (OSError, EOFError, ValueError) as e:
+            problems.append("connection unusable: %r" % (e,))
+    s.close()
+    bad = healthy(port)
+    if bad:
+        problems.append("next client not served: " + bad)
     tap.ok(not problems, "%s: %s -> %s %s" % (label, name, got, conn), "\n".join(problems))
 
 
@@ -408,6 +446,9 @@ def main():
                         tap.ok(False, "%s: server alive after '%s'" % (label, name),
                                "\n".join(srv.log[-20:]))
                         break
+                for name, raw, statuses, conn in SEQ_CASES:
+                    if srv.alive() and (not only or only in name):
+                        check_sequence(tap, label, srv.port, name, raw, statuses, conn)
                 if srv.alive():
                     check_half_close(tap, label, srv.port)
                     check_pipeline_burst(tap, label, srv.port)
