@@ -259,6 +259,40 @@ def test_fd_limit(tap, label, path):
         finish_server(tap, label + " fd-limit", srv)
 
 
+# ---- --max-conns ----
+
+def test_max_conns(tap, label, path):
+    limit = 8
+    srv = Server(path, "memory", args=["--max-conns", str(limit)]).start()
+    try:
+        held = []
+        for _ in range(limit):
+            s = connect(srv.port)
+            s.sendall(PING)
+            Reader(s).response()  # accepted and served
+            held.append(s)
+        extra = connect(srv.port)
+        r = Reader(extra)
+        try:
+            extra.sendall(PING)
+            resp = r.response()
+            outcome = "status %d" % resp.status
+            ok = resp.status == 503
+        except (OSError, EOFError, ValueError) as e:
+            outcome = type(e).__name__
+            ok = isinstance(e, (EOFError, ConnectionResetError))
+        tap.ok(ok, "%s: connection %d over --max-conns %d is closed or gets 503 (%s)" %
+               (label, limit + 1, limit, outcome))
+        extra.close()
+        held.pop().close()
+        time.sleep(0.3)
+        tap.ok(healthy(srv.port) is None, "%s: a slot freed under --max-conns serves again" % label)
+        for s in held:
+            s.close()
+    finally:
+        finish_server(tap, label + " max-conns", srv)
+
+
 # ---- RST disconnects ----
 
 def rst_close(s):
@@ -702,6 +736,7 @@ def main():
     tests = [
         ("slowloris", lambda l, p: test_slowloris(tap, l, p)),
         ("fdlimit", lambda l, p: test_fd_limit(tap, l, p)),
+        ("maxconns", lambda l, p: test_max_conns(tap, l, p)),
         ("disconnect", lambda l, p: [test_disconnects(tap, l, p, st) for st in ("memory", "sqlite")]),
         ("noread", lambda l, p: test_no_read(tap, l, p)),
         ("sigterm", lambda l, p: test_sigterm(tap, l, p)),
