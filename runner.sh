@@ -148,6 +148,11 @@ probe_warmup_sec=$((10#$probe_warmup_sec)) wrk_conns=$((10#$wrk_conns))
 if [[ ! "$SAT_RATIO" =~ ^(0?\.[0-9]+|1(\.0*)?)$ ]] || ! awk -v r="$SAT_RATIO" 'BEGIN { exit !(r > 0 && r <= 1) }'; then
     usage_error "SAT_RATIO must be in (0, 1], got '$SAT_RATIO'"
 fi
+is_pos_int "$SEED_USERS" || usage_error "SEED_USERS must be a whole number > 0, got '$SEED_USERS'"
+is_pos_int "$REQ_TIMEOUT_SEC" || usage_error "REQ_TIMEOUT_SEC must be whole seconds > 0, got '$REQ_TIMEOUT_SEC'"
+is_pos_int "$STOP_TIMEOUT_SEC" || usage_error "STOP_TIMEOUT_SEC must be whole seconds > 0, got '$STOP_TIMEOUT_SEC'"
+is_pos_int "$READY_TIMEOUT_SEC" || usage_error "READY_TIMEOUT_SEC must be whole seconds > 0, got '$READY_TIMEOUT_SEC'"
+if [[ -n "$PORT" ]] && ! is_pos_int "$PORT"; then usage_error "PORT must be a port number, got '$PORT'"; fi
 if [[ -n "$TARGET_RPS" ]]; then
     is_pos_int "$TARGET_RPS" || usage_error "TARGET_RPS must be a whole rate > 0, got '$TARGET_RPS'"
 fi
@@ -190,7 +195,13 @@ export LOG_FILE="$run_dir/runner.log" LOG_TAG="runner $run_name"
 # ---- state and cleanup ----------------------------------------------------------
 SERVER_PID="" LOADGEN_PID="" BG_PID="" DIED=""
 cleanup() {
-    local pid
+    local rc=$? pid
+    # an exit through set -e, not through fail: still say in result.json that the run failed
+    if (( rc != 0 )) && [[ -f "${RES:-}" ]] && jq -e '.failure == null' "$RES" >/dev/null 2>&1; then
+        json_set_str "$RES" .failure "runner.sh failed unexpectedly (exit $rc) at ${LAST_ERR:-an unknown command}" || true
+        json_set_str "$RES" .timestamps.end "$(now_iso)" || true
+        log_info "FAILED: runner.sh exited $rc at ${LAST_ERR:-an unknown command}"
+    fi
     # the edge sampler's sleep first (its parent is our own background job)
     if [[ -n "$BG_PID" ]]; then pkill -TERM -P "$BG_PID" 2>/dev/null || true; fi
     for pid in "$BG_PID" "$LOADGEN_PID" "$SERVER_PID"; do
@@ -204,6 +215,8 @@ cleanup() {
     fi
     rm -f "$run_dir/server.db" "$run_dir/server.db-wal" "$run_dir/server.db-shm"
 }
+LAST_ERR=""
+trap 'LAST_ERR="line $LINENO: $BASH_COMMAND"' ERR
 trap cleanup EXIT
 trap 'fail "interrupted by a signal"' INT TERM
 
@@ -259,6 +272,7 @@ jq -n --arg server "$server" --arg scenario "$scenario" --arg kind "$kind" --arg
      requests_completed: null, measured_window_s: null, server_cpu_window_s: null,
      server_cpu_pct: null, server_cpu_s: null, req_per_cpu_sec: null,
      server_rss_mb: null, handler_p99_us: null, handler_p50_us: null,
+     server_cpus_busy_pct: null, server_cpus_other_pct: null, server_cpus_steal_pct: null,
      loadgen_cpu_pct: null, loadgen_cpu_s: null,
      errors: null, errors_total: null, status_counts: null, unexpected_status_counts: null,
      in_flight_at_end: null,
@@ -338,18 +352,21 @@ esac
 # LOADGEN_CPUS; at the end of its warm-up a background job samples the server's CPU (and
 # scrapes /metrics to SCRAPE_PREFIX-before.prom when given); right after it exits the CPU is
 # sampled again (and /metrics scraped to SCRAPE_PREFIX-after.prom). Sets LOAD_T0 (clock at
-# launch), LOAD_CPU0 / LOAD_CPU1 (proc_sample lines at the window's edges), LOAD_WALL_S.
+# launch), LOAD_CPU0 / LOAD_CPU1 (proc_sample lines at the window's edges), LOAD_STAT0 /
+# LOAD_STAT1 (cpustat_sample of SERVER_CPUS at the same edges), LOAD_WALL_S.
 run_load() {
     local phase=$1 rate=$2 warm=$3 dur=$4 json=$5 hgrm=$6 scrape=${7:-} rc=0
     local edge="$run_dir/.$phase.edge"
-    rm -f "$edge" "$json" "$hgrm"
+    rm -f "$edge" "$edge.stat" "$json" "$hgrm"
     LOAD_T0=$(clock_s)
     if (( warm == 0 )); then
         if ! proc_sample "$SERVER_PID" >"$edge"; then server_died; fail "server exited before the $phase ($DIED)"; fi
+        cpustat_sample "$SERVER_CPUS" >"$edge.stat"
         if [[ -n "$scrape" ]]; then metrics_scrape "$url" "$scrape-before.prom" || fail "scraping /metrics before the $phase failed"; fi
     else
         (
             sleep "$warm"
+            cpustat_sample "$SERVER_CPUS" >"$edge.stat"
             proc_sample "$SERVER_PID" >"$edge.tmp" && mv "$edge.tmp" "$edge"
             if [[ -n "$scrape" ]]; then metrics_scrape "$url" "$scrape-before.prom" || rm -f "$scrape-before.prom"; fi
         ) &
@@ -363,6 +380,7 @@ run_load() {
     wait "$LOADGEN_PID" || rc=$?
     LOADGEN_PID=""
     if ! LOAD_CPU1=$(proc_sample "$SERVER_PID"); then server_died; fail "server exited during the $phase ($DIED)"; fi
+    LOAD_STAT1=$(cpustat_sample "$SERVER_CPUS")
     LOAD_WALL_S=$(calc "$(clock_s) - $LOAD_T0")
     if [[ -n "$BG_PID" ]]; then wait "$BG_PID" || true; BG_PID=""; fi
     if [[ -n "$scrape" ]]; then
@@ -372,7 +390,8 @@ run_load() {
     (( rc == 0 )) || fail "loadgen exited $rc in the $phase: $(tail -n 3 "$run_dir/loadgen-$phase.log" | tr '\n' ' ')"
     [[ -s "$edge" ]] || fail "the $phase lasted less than its warm-up: no CPU sample at the window's start"
     LOAD_CPU0=$(<"$edge")
-    rm -f "$edge"
+    LOAD_STAT0=$(cat "$edge.stat" 2>/dev/null || echo "0 0 0")
+    rm -f "$edge" "$edge.stat"
     jq -e 'has("achieved_rps") and has("requests_completed") and has("errors") and has("latency_ms")
            and has("loadgen_cpu_s")' "$json" >/dev/null 2>&1 ||
         fail "loadgen's $phase json ($json) lacks achieved_rps/requests_completed/errors/latency_ms/loadgen_cpu_s"
@@ -393,6 +412,31 @@ unexpected_total() {
 # (its loadgen_cpu_s is getrusage at the window's edges; elapsed_s is that window).
 loadgen_pct() {
     jq 'if (.elapsed_s // 0) > 0 then ((.loadgen_cpu_s.total // 0) / .elapsed_s * 10000 | round / 100) else null end' "$1"
+}
+
+# contention_json SERVER_CPU_PCT: {server_cpus_busy_pct, server_cpus_other_pct,
+# server_cpus_steal_pct} of the last run_load window: how busy the server's CPUs were, and
+# how much of that was not the server (other processes, or the hypervisor's steal).
+contention_json() {
+    local busy steal
+    read -r busy steal < <(cpustat_pct "$LOAD_STAT0" "$LOAD_STAT1" "$n_server_cpus")
+    jq -n --argjson busy "$busy" --argjson steal "$steal" --argjson own "$1" '
+        {server_cpus_busy_pct: $busy, server_cpus_steal_pct: $steal,
+         server_cpus_other_pct: (if $busy != null and $own != null
+            then ([($busy - $own), 0] | max | . * 100 | round / 100) else null end)}'
+}
+
+# contention_note JSON_OR_FILE: ", server CPUs N% busy, M% not the server" when something
+# else used more than 10% of the server's CPUs, else nothing.
+contention_note() {
+    # shellcheck disable=SC2016  # $n is jq's
+    local filter='if (.server_cpus_other_pct // 0) > 10 * $n
+        then ", server CPUs \(.server_cpus_busy_pct)% busy, \(.server_cpus_other_pct)% of it NOT THE SERVER" else "" end'
+    if [[ -f "$1" ]]; then
+        jq -r --argjson n "$n_server_cpus" "$filter" "$1"
+    else
+        jq -r --argjson n "$n_server_cpus" "$filter" <<<"$1"
+    fi
 }
 
 # ---- phase: probe -------------------------------------------------------------------------
@@ -418,6 +462,7 @@ if [[ -z "$TARGET_RPS" ]]; then
          errors: .errors, unexpected_status_counts: .unexpected_status_counts,
          connections_established: .connections_established, connections_failed: .connections_failed,
          json: "probe.json", histogram: "probe-histogram.txt"}' "$run_dir/probe.json")
+    probe_json=$(jq --argjson c "$(contention_json "$probe_cpu_pct")" '. + $c' <<<"$probe_json")
     json_set "$RES" .probe "$probe_json"
     json_set "$RES" .saturation_rps "$sat_rps"
     json_set "$RES" .validity.saturated "$saturated"
@@ -428,6 +473,7 @@ if [[ -z "$TARGET_RPS" ]]; then
     [[ "$saturated" == true ]] || note=" NOT SATURATED"
     [[ "$loadgen_bound" == false ]] || note="$note, LOADGEN-BOUND"
     [[ "$probe_clean" == true ]] || note="$note, $probe_err errors"
+    note="$note$(contention_note "$probe_json")"
     log_info "probe: $(fmt_num "$sat_rps") req/s, server CPU $probe_cpu_pct% of $n_server_cpus CPU(s), loadgen CPU $probe_lg_pct% of $n_loadgen_cpus CPU(s)$note"
 else
     target_rps=$TARGET_RPS
@@ -453,12 +499,14 @@ server_metrics=$(jq -n --argjson routes "$(metrics_routes_json "$run_dir/metrics
       store_users_after: $users, open_connections_after: $conns,
       scrapes: ["metrics-before.prom", "metrics-after.prom"]}')
 json_set "$RES" .server_metrics "$server_metrics"
+contention=$(contention_json "$cpu_pct")
 sus_err=$(errors_total "$lg")
 clean=false
 if [[ "$sus_err" == 0 && "$(unexpected_total "$lg")" == 0 && "$probe_clean" == true ]]; then clean=true; fi
 update=$(jq --argjson target "$target_rps" --argjson cpu "$cpu_pct" --argjson cpu_s "$cpu_s" \
     --argjson window "$window_s" --argjson lg "$lg_pct" --argjson hp99 "$(json_num_or_null "$handler_p99")" \
-    --argjson hp50 "$(json_num_or_null "$handler_p50")" --argjson errs "$sus_err" --argjson clean "$clean" '
+    --argjson hp50 "$(json_num_or_null "$handler_p50")" --argjson errs "$sus_err" --argjson clean "$clean" \
+    --argjson contention "$contention" '
     . as $l | {
      sustained_rps: $l.achieved_rps, requests_completed: $l.requests_completed,
      measured_window_s: $l.elapsed_s, server_cpu_window_s: $window,
@@ -475,13 +523,14 @@ update=$(jq --argjson target "$target_rps" --argjson cpu "$cpu_pct" --argjson cp
      errors: $l.errors, errors_total: $errs, status_counts: $l.status_counts,
      unexpected_status_counts: $l.unexpected_status_counts, in_flight_at_end: $l.in_flight_at_end,
      rate_held: ($target > 0 and (($l.achieved_rps - $target) | fabs) <= 0.01 * $target),
-     clean: $clean}' "$lg")
+     clean: $clean} + $contention' "$lg")
 jq --argjson u "$update" '. + ($u | del(.rate_held, .clean))
     | .validity.rate_held = $u.rate_held | .validity.clean = $u.clean' "$RES" >"$RES.tmp" && mv -f "$RES.tmp" "$RES"
 read -r sus_rps p99 rate_held rpc < <(jq -r '"\(.sustained_rps) \(.latency_p99_ms) \(.validity.rate_held) \(.req_per_cpu_sec)"' "$RES")
 note=""
 [[ "$rate_held" == true ]] || note=" RATE NOT HELD"
 [[ "$clean" == true ]] || note="$note, $sus_err errors"
+note="$note$(contention_note "$RES")"
 log_info "sustain: $(fmt_num "$sus_rps") req/s of $target_rps, p99 $(fmt_num "$p99" 3) ms, server CPU $cpu_pct% ($rpc req/CPU-s), handler p99 $handler_p99 us, loadgen CPU $lg_pct%$note"
 
 # ---- phase: stop ----------------------------------------------------------------------------

@@ -45,12 +45,14 @@ def flags: if . == null then ["no result"] else
       (if .validity.saturated == false then "not saturated" else empty end),
       (if .validity.loadgen_bound == true then "loadgen-bound" else empty end),
       (if .validity.rate_held == false then "rate not held" else empty end),
-      (if .validity.clean == false then "errors" else empty end) ] end;
+      (if .validity.clean == false then "errors" else empty end),
+      (if ([.server_cpus_other_pct, .probe.server_cpus_other_pct] | map(. // 0) | max)
+            > 10 * (.config.server_cpu_count // 1) then "other load on server CPUs" else empty end) ] end;
 def brief: if . == null then null else
     {run, server, scenario, kind, failure, saturation_rps, target_rps, sustained_rps,
      latency_p50_ms, latency_p90_ms, latency_p99_ms, latency_p99_9_ms, latency_max_ms,
      server_cpu_pct, req_per_cpu_sec, server_rss_mb, handler_p99_us, loadgen_cpu_pct,
-     errors_total, validity, flags: flags} end;
+     server_cpus_busy_pct, server_cpus_other_pct, errors_total, validity, flags: flags} end;
 def ratio($a; $b): if $a != null and $b != null and $b > 0 then ($a / $b * 1000 | round / 1000) else null end;
 
 (map(select(.kind == "saturation"))) as $sat

@@ -164,6 +164,9 @@ jqok "req_per_cpu_sec = sustained_rps / (server_cpu_pct / 100)" \
     '.req_per_cpu_sec > 0 and ((.req_per_cpu_sec - .sustained_rps / (.server_cpu_pct / 100)) | fabs) <= 1'
 jqok "server_rss_mb in (0, 4096)" '.server_rss_mb > 0 and .server_rss_mb < 4096'
 jqok "handler_p99_us is a number in (0, 60e6)" '(.handler_p99_us | type) == "number" and .handler_p99_us > 0 and .handler_p99_us < 60000000'
+jqok "contention on the server CPUs: busy >= 0, other = busy - own (floored at 0)" \
+    '.server_cpus_busy_pct >= 0 and .server_cpus_busy_pct <= 100 * $n_srv * 1.05
+     and ((.server_cpus_other_pct - ([.server_cpus_busy_pct - .server_cpu_pct, 0] | max)) | fabs) < 0.02'
 jqok "errors by class" '.errors | has("connect") and has("read") and has("write") and has("timeout") and has("parse") and has("status")'
 jqok "validity flags are booleans" '[.validity[] | type] == ["boolean", "boolean", "boolean", "boolean"]'
 jqok "loadgen_bound only when not saturated" '(.validity.loadgen_bound and .validity.saturated) | not'
