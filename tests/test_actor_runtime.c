@@ -22,8 +22,8 @@
 #include "util.h"
 
 #if defined(__SANITIZE_THREAD__)
-#define PER_PRODUCER 50000u
-#define ROUND_TRIPS 50000u
+#define PER_PRODUCER 100000u
+#define ROUND_TRIPS 100000u
 #else
 #define PER_PRODUCER 200000u
 #define ROUND_TRIPS 200000u
@@ -73,7 +73,9 @@ static void order_fn(struct actor *self, void *msg)
 struct producer {
     struct actor *to;
     unsigned id, count;
+    uint64_t deadline_ns; /* gives up here: the actor stopped draining (lost wake-up) */
     uint64_t full;
+    bool gave_up;
     pthread_t thread;
 };
 
@@ -84,6 +86,10 @@ static void *producer_main(void *arg)
     for (unsigned seq = 1; seq <= p->count; seq++) {
         while (actor_send(p->to, msg_make(p->id, seq)) == -EAGAIN) {
             p->full++;
+            if (now_ns() > p->deadline_ns) {
+                p->gave_up = true;
+                return NULL;
+            }
             sched_yield();
         }
     }
@@ -96,6 +102,7 @@ static void test_many_producers_into_one_actor(void **state)
     struct sched *s = sched_new_thread("order");
     struct producer prod[PRODUCERS];
     uint64_t full = 0;
+    unsigned gave_up = 0;
     int err = 0;
     struct actor *a = actor_new("order", order_fn, &st, s, 1024, &err);
     uint64_t start_ns = now_ns();
@@ -105,13 +112,19 @@ static void test_many_producers_into_one_actor(void **state)
         st.next[i] = 1;
     assert_int_equal(sched_start(s), 0);
     for (unsigned i = 0; i < PRODUCERS; i++) {
-        prod[i] = (struct producer){.to = a, .id = i, .count = PER_PRODUCER};
+        prod[i] = (struct producer){
+            .to = a, .id = i, .count = PER_PRODUCER, .deadline_ns = start_ns + DEADLINE_NS};
         assert_int_equal(pthread_create(&prod[i].thread, NULL, producer_main, &prod[i]), 0);
     }
     for (unsigned i = 0; i < PRODUCERS; i++) {
         assert_int_equal(pthread_join(prod[i].thread, NULL), 0);
         full += prod[i].full;
+        gave_up += prod[i].gave_up;
     }
+    if (gave_up != 0)
+        fail_msg("%u producers found the mailbox full until the deadline: the actor ran %llu "
+                 "of %u messages (lost wake-up?)", gave_up,
+                 (unsigned long long)actor_processed(a), PRODUCERS * PER_PRODUCER);
     assert_int_equal(sched_stop_and_join(s), 0);
     if (st.bad != 0)
         fail_msg("%llu bad messages; first: producer %u got %u want %u",
