@@ -35,9 +35,12 @@ int sched_start(struct sched *s);
 /* Stops the scheduler after draining it: every actor already runnable runs until its
  * run queue is empty, including messages those actors send to actors on s meanwhile.
  * Thread kind: any thread other than s's own; joins the thread. uv kind: on the loop's
- * thread (or after the loop stopped); drains inline, then closes the async handle, so
- * the loop must run once more (uv_run) before sched_free. Messages sent to s's actors
- * afterwards stay queued and unprocessed. Returns 0 or a negative errno (join failed). */
+ * thread (or after the loop stopped; also from inside one of its actors); drains inline,
+ * then closes the async handle, so the loop must run once more (uv_run) before
+ * sched_free. Messages sent to s's actors afterwards stay queued and unprocessed, with
+ * no wake-up. uv kind: a send racing with the stop may still call uv_async_send on the
+ * closing handle, so stop or join the other threads that send to s's actors before
+ * sched_free. Returns 0 or a negative errno (join failed). */
 int sched_stop_and_join(struct sched *s);
 
 /* Frees a stopped scheduler (or a never-started thread one). Its actors must have been
