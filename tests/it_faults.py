@@ -5,7 +5,7 @@
 # BUILD=build-address for ASan+UBSan), SIGTERM under load, kill -9 durability of the
 # SQLite store, and 10x overload (200/201/503+Retry-After only, no hang, RSS plateau).
 # TAP on stdout. Env: FAULTS_ONLY (substring of a test name), FAULTS_LONG=1 (longer soaks),
-# FAULTS_DISCONNECT_ROUNDS, FAULTS_KILL_ROUNDS, FAULTS_OVERLOAD_S.
+# FAULTS_DISCONNECT_ROUNDS, FAULTS_KILL_ROUNDS, FAULTS_OVERLOAD_S, FAULTS_OVERLOAD_WARM_S.
 import collections
 import json
 import os
@@ -30,6 +30,7 @@ ONLY = os.environ.get("FAULTS_ONLY", "")
 DISCONNECT_ROUNDS = int(os.environ.get("FAULTS_DISCONNECT_ROUNDS", "20000" if LONG else "3000"))
 KILL_ROUNDS = int(os.environ.get("FAULTS_KILL_ROUNDS", "40" if LONG else "10"))
 OVERLOAD_S = float(os.environ.get("FAULTS_OVERLOAD_S", "30" if LONG else "5"))
+OVERLOAD_WARM_S = float(os.environ.get("FAULTS_OVERLOAD_WARM_S", "5"))
 HEADER_TIMEOUT_MS = 2000
 IDLE_TIMEOUT_MS = 3000
 SWEEP_SLACK_S = 1.0  # the server checks deadlines every 250 ms; scheduling noise on top
@@ -697,23 +698,30 @@ def test_overload(tap, label, path):
         checker = Checker(srv.port, 5.0)
         sampler.start()
         checker.start()
-        res = run_loadgen(srv.port, ["--rate", str(int(10 * capacity)), "--connections", "512",
-                                     "--threads", "2", "--pipeline", "8", "--timeout", "5s",
-                                     "--duration", "%gs" % OVERLOAD_S],
+        over = ["--rate", str(int(10 * capacity)), "--connections", "512", "--threads", "2",
+                "--pipeline", "8", "--timeout", "5s"]
+        # Warm-up at the same overload: pooled request objects keep the buffers they grew
+        # (a list result array is ~20 KiB), so RSS rises towards its bound while the pool
+        # fills; the plateau is judged on the run after it.
+        warm = run_loadgen(srv.port, over + ["--duration", "%gs" % OVERLOAD_WARM_S],
+                           os.path.join(work, "warm.json"), mix)
+        rss_warm = list(rss)
+        del rss[:]
+        res = run_loadgen(srv.port, over + ["--duration", "%gs" % OVERLOAD_S],
                           os.path.join(work, "over.json"), mix)
         checker.stop_ev.set()
         checker.join(10)
         stop.set()
         sampler.join(2)
-        statuses = set(res["status_counts"].keys())
-        errs = res["errors"]
+        statuses = set(res["status_counts"].keys()) | set(warm["status_counts"].keys())
+        errs = {k: res["errors"][k] + warm["errors"][k] for k in res["errors"]}
         tap.note("%s overload: capacity %.0f req/s, offered %.0f req/s, achieved %.0f req/s, "
-                 "statuses %s, errors %s, RSS samples %s KiB" %
+                 "statuses %s, errors %s, RSS samples (warm-up) %s then %s KiB" %
                  (label, capacity, 10 * capacity, res["achieved_rps"], res["status_counts"], errs,
-                  rss[::max(1, len(rss) // 8)]))
+                  rss_warm[::max(1, len(rss_warm) // 6)], rss[::max(1, len(rss) // 8)]))
         tap.ok(statuses <= {"200", "201", "503"} and srv.alive(),
                "%s: at 10x capacity every response is 200, 201 or 503" % label,
-               "status counts %r" % res["status_counts"])
+               "status counts %r %r" % (warm["status_counts"], res["status_counts"]))
         tap.ok(errs["timeout"] == 0 and errs["read"] == 0 and errs["parse"] == 0 and
                errs["write"] == 0 and errs["connect"] == 0,
                "%s: at 10x capacity none hangs past the 5 s client timeout, no errors" % label,
@@ -722,10 +730,11 @@ def test_overload(tap, label, path):
                "%s: raw clients during overload: %d responses, %d 503 (all with Retry-After)" %
                (label, checker.n, checker.n503), "%r" % checker.problems[:5])
         third = max(1, len(rss) // 3)
-        mid, last = rss[third:2 * third], rss[2 * third:]
-        ok = bool(mid and last) and max(last) <= max(mid) * 1.05 + 2048
-        tap.ok(ok, "%s: RSS plateaus under overload (middle max %s, last max %s KiB)" %
-               (label, max(mid) if mid else "?", max(last) if last else "?"), "samples %r" % rss)
+        first, last = rss[:third], rss[2 * third:]
+        ok = bool(first and last) and max(last) <= max(first) * 1.10 + 4096
+        tap.ok(ok, "%s: RSS plateaus under overload (first third max %s, last third max %s KiB)" %
+               (label, max(first) if first else "?", max(last) if last else "?"),
+               "samples %r" % rss)
         tap.ok(healthy(srv.port) is None, "%s: serves normally after the overload" % label)
     finally:
         finish_server(tap, label + " overload", srv)
