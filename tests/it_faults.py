@@ -699,7 +699,7 @@ def test_overload(tap, label, path):
         sampler.start()
         checker.start()
         over = ["--rate", str(int(10 * capacity)), "--connections", "512", "--threads", "2",
-                "--pipeline", "8", "--timeout", "5s"]
+                "--pipeline", "32", "--timeout", "5s"]
         # Warm-up at the same overload: pooled request objects keep the buffers they grew
         # (a list result array is ~20 KiB), so RSS rises towards its bound while the pool
         # fills; the plateau is judged on the run after it.
