@@ -335,6 +335,10 @@ case "$ready_rc" in
     1) server_died; fail "server exited before answering /ping ($DIED)" ;;
     *) fail "server did not answer /ping within ${READY_TIMEOUT_SEC} s" ;;
 esac
+# The port was free when picked; make sure it is our server that answered.
+if ! grep -Eq "listening on http://127\.0\.0\.1:$PORT([^0-9]|\$)" "$run_dir/server.log"; then
+    fail "/ping answered on port $PORT but server.log has no 'listening on http://127.0.0.1:$PORT' (another process on the port?)"
+fi
 log_info "start: $bin_name --store=$store pid $SERVER_PID on port $PORT, $n_server_cpus thread(s) on CPUs $SERVER_CPUS, ready in $(calc "$(clock_s) - $t_start") s"
 
 # ---- phase: sanity ------------------------------------------------------------------
