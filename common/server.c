@@ -15,6 +15,8 @@
 #define POOL_KEEP 1024         /* free requests kept per loop */
 #define LINGER_MS 2000         /* read-and-discard after an error response */
 #define SWEEP_MS 250
+#define OUT_HIGH (256 * 1024) /* unwritten response bytes before reading pauses */
+#define RELISTEN_MS 200       /* after EMFILE closed the listener */
 
 struct conn {
     uv_tcp_t tcp; /* first member: handle->data not needed */
@@ -34,6 +36,7 @@ struct conn {
     uint8_t dirty;               /* on the loop's dirty list */
     uint8_t in_request;          /* a request has started arriving (header timer armed) */
     uint8_t in_feed;
+    uint8_t peer_eof;            /* the peer half-closed: answer what is in flight, then close */
     struct conn *prev, *next;    /* loop's connection list */
     struct conn *dirty_next;
 };
@@ -51,6 +54,7 @@ struct server_loop {
     uv_async_t stop_async;
     uv_timer_t sweep;
     uv_timer_t force_stop;
+    uv_timer_t relisten;
     uv_check_t flush_check;
     pthread_t thread;
     struct server *srv;
@@ -58,6 +62,7 @@ struct server_loop {
     unsigned nconns;
     uint8_t stopping;
     uint8_t listener_open;
+    uint8_t listener_closing; /* closed after EMFILE, to be bound again */
     uint8_t finished;
     struct conn *conns;
     struct conn *dirty;
@@ -123,6 +128,7 @@ static void pool_put(struct server_loop *l, struct request *req)
 /* ---- connection lifetime ---- */
 
 static void loop_maybe_finish(struct server_loop *l);
+static void on_listener_closed(uv_handle_t *h);
 
 static void conn_unref(struct conn *c)
 {
@@ -197,6 +203,8 @@ static void conn_flush(struct conn *c);
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 
+static void conn_maybe_resume(struct conn *c);
+
 static void on_write(uv_write_t *wr, int status)
 {
     struct write_req *w = (struct write_req *)wr;
@@ -209,13 +217,27 @@ static void on_write(uv_write_t *wr, int status)
         return;
     }
     conn_flush(c);
+    conn_maybe_resume(c);
     conn_unref(c);
 }
 
 static void conn_after_write(struct conn *c)
 {
-    if (c->close_after_flush && !c->lingering && !c->writing && c->out.len == 0)
+    if (c->writing || c->out.len != 0)
+        return;
+    if (c->peer_eof && c->inflight == 0)
+        conn_close(c);
+    else if (c->close_after_flush && !c->lingering)
         start_linger(c);
+}
+
+/* Reading (and parsing) goes on only while the connection can take more: under the
+ * pipeline cap and with the peer reading its responses. */
+static int conn_can_read(const struct conn *c)
+{
+    return !c->closed && !c->close_after_flush && !c->peer_eof &&
+           c->inflight < c->loop->srv->cfg.max_pipeline && c->out.len < OUT_HIGH &&
+           c->tcp.write_queue_size < OUT_HIGH;
 }
 
 /* Writes c->out: uv_try_write first, the rest through one uv_write with a copy. */
@@ -249,6 +271,10 @@ static void conn_flush(struct conn *c)
             }
             c->writing = 1;
             c->refs++;
+            if (c->tcp.write_queue_size >= OUT_HIGH && !c->paused && !c->lingering) {
+                c->paused = 1; /* the peer is not reading: stop reading until it does */
+                uv_read_stop((uv_stream_t *)&c->tcp);
+            }
         }
         buf_reset(&c->out);
     }
@@ -364,8 +390,8 @@ static void conn_feed(struct conn *c, const char *data, size_t len)
         respond_parse_error(c);
         return;
     }
-    if (rc == 1 && !c->close_after_flush && !c->closed) {
-        /* paused for the pipeline cap: keep the rest, stop reading */
+    if (rc == 1 && !c->close_after_flush && !c->closed && !c->peer_eof) {
+        /* paused (pipeline cap or unread output): keep the rest, stop reading */
         if (used < len) {
             if (data >= c->pending_in.data && data < c->pending_in.data + c->pending_in.len) {
                 memmove(c->pending_in.data, data + used, len - used);
@@ -393,6 +419,12 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     if (nread == 0)
         return;
     if (nread < 0) {
+        if (nread == UV_EOF && !c->lingering && (c->inflight > 0 || c->writing || c->dirty)) {
+            /* half-close: answer what was asked, then close */
+            c->peer_eof = 1;
+            uv_read_stop((uv_stream_t *)&c->tcp);
+            return;
+        }
         conn_close(c);
         return;
     }
@@ -427,7 +459,7 @@ static int parser_complete(void *ctx, struct request *req)
     l->srv->hooks->on_request(l, req, l->srv->ctx);
     if (c->close_after_flush || c->closed || req->close_after)
         return 1; /* nothing after a closing request is read */
-    return c->inflight >= l->srv->cfg.max_pipeline;
+    return !conn_can_read(c);
 }
 
 static const struct http_parser_ops parser_ops = {
@@ -438,15 +470,13 @@ static const struct http_parser_ops parser_ops = {
 /* Resumes a connection paused for the pipeline cap once it has room. */
 static void conn_maybe_resume(struct conn *c)
 {
-    struct server_loop *l = c->loop;
-    if (!c->paused || c->in_feed || c->closed || c->close_after_flush ||
-        c->inflight >= l->srv->cfg.max_pipeline)
+    if (!c->paused || c->in_feed || !conn_can_read(c))
         return;
     c->paused = 0;
     c->refs++;
     if (c->pending_in.len > 0)
         conn_feed(c, c->pending_in.data, c->pending_in.len);
-    if (!c->paused && !c->closed && !c->close_after_flush)
+    if (!c->paused && !c->closed && !c->close_after_flush && !c->peer_eof)
         uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
     conn_unref(c);
 }
@@ -494,6 +524,10 @@ void server_respond(struct server_loop *l, struct request *req)
     }
     if (c->inflight == 0 && !c->in_feed)
         conn_update_deadline(c);
+    if (c->peer_eof && c->inflight == 0 && !c->dirty && !c->writing && c->out.len == 0) {
+        conn_close(c);
+        return;
+    }
     conn_maybe_resume(c);
 }
 
@@ -504,9 +538,16 @@ static void on_connection(uv_stream_t *server, int status)
     struct server_loop *l = server->data;
     struct server *srv = l->srv;
     if (status < 0) {
-        /* EMFILE/ENFILE: libuv accepts and drops the pending connection with its
-         * reserve fd, so this does not spin; count it and go on. */
         counter_inc(&l->metrics.connections_rejected);
+        if ((status == UV_EMFILE || status == UV_ENFILE) && l->listener_open &&
+            !l->listener_closing && !l->stopping) {
+            /* Out of descriptors. libuv 1.44 retries accept in a loop while its
+             * per-loop reserve fd is gone (a sibling loop may take the freed one), so
+             * the only way out is to close this listener (its fd becomes -1) and bind
+             * a new one a little later. Sibling loops keep the port meanwhile. */
+            l->listener_closing = 1;
+            uv_close((uv_handle_t *)&l->listener, on_listener_closed);
+        }
         return;
     }
     struct conn *c = xcalloc(1, sizeof *c);
@@ -595,13 +636,40 @@ static void loop_maybe_finish(struct server_loop *l)
     close_if_open((uv_handle_t *)&l->stop_async);
     close_if_open((uv_handle_t *)&l->sweep);
     close_if_open((uv_handle_t *)&l->force_stop);
+    close_if_open((uv_handle_t *)&l->relisten);
     close_if_open((uv_handle_t *)&l->flush_check);
+}
+
+static int bind_listener(struct server_loop *l, const char *host, int port, char *err,
+                         size_t errlen);
+
+static void on_relisten(uv_timer_t *t)
+{
+    struct server_loop *l = t->data;
+    char err[256];
+    if (l->stopping)
+        return;
+    if (bind_listener(l, l->srv->cfg.host, l->srv->port, err, sizeof err) != 0) {
+        /* still out of descriptors (or the socket half-made): try again later */
+        if (l->listener_open) {
+            l->listener_closing = 1;
+            uv_close((uv_handle_t *)&l->listener, on_listener_closed);
+        } else {
+            uv_timer_start(&l->relisten, on_relisten, RELISTEN_MS, 0);
+        }
+    }
 }
 
 static void on_listener_closed(uv_handle_t *h)
 {
     struct server_loop *l = h->data;
     l->listener_open = 0;
+    if (l->listener_closing && !l->stopping) {
+        l->listener_closing = 0;
+        uv_timer_start(&l->relisten, on_relisten, RELISTEN_MS, 0);
+        return;
+    }
+    l->listener_closing = 0;
     loop_maybe_finish(l);
 }
 
@@ -622,7 +690,8 @@ static void on_stop(uv_async_t *a)
     if (l->stopping)
         return;
     l->stopping = 1;
-    if (l->listener_open)
+    uv_timer_stop(&l->relisten);
+    if (l->listener_open && !l->listener_closing)
         uv_close((uv_handle_t *)&l->listener, on_listener_closed);
     /* idle connections go now; busy ones close after their last response */
     struct conn *c = l->conns;
@@ -697,6 +766,8 @@ int server_create(const struct server_config *cfg, const struct server_hooks *ho
         l->sweep.data = l;
         uv_timer_init(&l->uv, &l->force_stop);
         l->force_stop.data = l;
+        uv_timer_init(&l->uv, &l->relisten);
+        l->relisten.data = l;
         uv_check_init(&l->uv, &l->flush_check);
         l->flush_check.data = l;
         if (rc == 0) {
