@@ -9,13 +9,14 @@ set -euo pipefail
 BUILD="${BUILD:-build}"
 TEST_TIMEOUT="${TEST_TIMEOUT:-300}"     # seconds per test program
 TEST_FILTER="${TEST_FILTER:-}"          # substring a program's name must contain
+TEST_SKIP="${TEST_SKIP:-}"              # space-separated substrings of programs to skip
 LOG_DIR="${LOG_DIR:-$BUILD/test-logs}"
 
 usage() {
     cat <<USAGE
 usage: tests/run.sh [--unit-only] [--it-only] [--help]
 Runs unit tests ($BUILD/tests/test_*) and integration tests (tests/it_*).
-Environment: BUILD ($BUILD), TEST_TIMEOUT ($TEST_TIMEOUT s), TEST_FILTER, LOG_DIR.
+Environment: BUILD ($BUILD), TEST_TIMEOUT ($TEST_TIMEOUT s), TEST_FILTER, TEST_SKIP, LOG_DIR.
 USAGE
 }
 
@@ -51,6 +52,11 @@ for p in "${progs[@]}"; do
     if [[ -n "$TEST_FILTER" && "$name" != *"$TEST_FILTER"* ]]; then
         continue
     fi
+    skip=0
+    for pat in $TEST_SKIP; do
+        [[ "$name" == *"$pat"* ]] && skip=1
+    done
+    [[ $skip -eq 1 ]] && continue
     log="$LOG_DIR/$name.log"
     start=$(date +%s)
     rc=0
