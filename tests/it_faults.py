@@ -441,8 +441,11 @@ class LoadClient(threading.Thread):
         s.close()
 
 
-def test_sigterm(tap, label, path):
-    srv = Server(path, "memory").start()
+def test_sigterm(tap, label, path, store):
+    label = "%s/%s" % (label, store)
+    work = tempfile.mkdtemp(prefix="it-term-")
+    access_log = os.path.join(work, "access.log")
+    srv = Server(path, store, workdir=work, args=["--access-log", access_log]).start()
     clients = [LoadClient(srv.port, k) for k in range(6)]
     for c in clients:
         c.start()
@@ -499,6 +502,13 @@ def test_sigterm(tap, label, path):
     tap.ok(ok > 100 and not bad and partial == 0,
            "%s: load clients saw only complete valid responses (%d ok, %d closed while idle)" %
            (label, ok, unanswered), "bad %r partial %d" % (bad[:5], partial))
+    # every /users request the server answered is in the access log after the stop
+    with open(access_log, "rb") as f:
+        lines = f.read().count(b"\n")
+    answered = ok + len([a for a in answered if a == 201])
+    tap.ok(answered <= lines <= answered + unanswered,
+           "%s: access log flushed at stop (%d lines, %d responses received)" %
+           (label, lines, answered))
     reports = srv.sanitizer_reports()
     tap.ok(not reports, "%s sigterm: no sanitizer reports" % label, "\n".join(reports))
 
@@ -748,7 +758,7 @@ def main():
         ("maxconns", lambda l, p: test_max_conns(tap, l, p)),
         ("disconnect", lambda l, p: [test_disconnects(tap, l, p, st) for st in ("memory", "sqlite")]),
         ("noread", lambda l, p: test_no_read(tap, l, p)),
-        ("sigterm", lambda l, p: test_sigterm(tap, l, p)),
+        ("sigterm", lambda l, p: [test_sigterm(tap, l, p, st) for st in ("memory", "sqlite")]),
         ("durability", lambda l, p: test_durability(tap, l, p)),
         ("overload", lambda l, p: test_overload(tap, l, p)),
     ]
