@@ -53,6 +53,7 @@ def brief: if . == null then null else
      latency_p50_ms, latency_p90_ms, latency_p99_ms, latency_p99_9_ms, latency_max_ms,
      server_cpu_pct, req_per_cpu_sec, server_rss_mb, handler_p99_us, loadgen_cpu_pct,
      server_cpus_busy_pct, server_cpus_other_pct, errors_total, validity, flags: flags} end;
+# ratio A B: A / B to 3 decimals for display (verdicts compare the unrounded quotient).
 def ratio($a; $b): if $a != null and $b != null and $b > 0 then ($a / $b * 1000 | round / 1000) else null end;
 
 (map(select(.kind == "saturation"))) as $sat
@@ -67,9 +68,12 @@ def ratio($a; $b): if $a != null and $b != null and $b > 0 then ($a / $b * 1000 
     | ([$eq[] | select(.server == $async and .scenario == $sc)] | .[0]) as $eb
     | ([$planned[] | select(.scenario == $sc) | .server]) as $sel
     | (($sel | index($actor)) != null and ($sel | index($async)) != null) as $both
-    | ([($a, $b) | select(. != null and (.validity.saturated != true or .validity.loadgen_bound == true))
+    | ([($a, $b) | select(. != null and .failure == null
+                           and (.validity.saturated != true or .validity.loadgen_bound == true))
         | "\(.server) \(flags | map(select(. == "not saturated" or . == "loadgen-bound")) | join(", "))"]) as $why
-    | (if ($a | ok) and ($b | ok) and ($why | length) == 0 then
+    | (if ($a | ok | not) or ($b | ok | not) then
+         {basis: null, basis_source: null, actor_value: null, async_value: null}
+       elif ($why | length) == 0 then
          {basis: "saturation_rps", basis_source: "saturation runs", actor_value: $a.saturation_rps,
           async_value: $b.saturation_rps}
        elif ($ea | ok) and ($eb | ok) and $ea.req_per_cpu_sec != null and $eb.req_per_cpu_sec != null then
@@ -84,11 +88,14 @@ def ratio($a; $b): if $a != null and $b != null and $b > 0 then ($a / $b * 1000 
        actor_run: ($a.run // null), async_run: ($b.run // null),
        basis: $basis.basis, basis_source: $basis.basis_source,
        basis_reason: (if ($why | length) > 0 then ($why | join("; ")) else null end),
+       errors: ([($a, $b) | select(. != null and .failure != null) | "\(.run) failed: \(.failure)"]
+               + [if $a == null and ($sel | index($actor)) != null then "\($actor)-\($sc) has no result" else empty end,
+                  if $b == null and ($sel | index($async)) != null then "\($async)-\($sc) has no result" else empty end]),
        actor_value: $basis.actor_value, async_value: $basis.async_value, ratio: $ratio,
        target_ratio: $target,
        verdict: (if ($both | not) then "N/A"
                  elif ($a | ok | not) or ($b | ok | not) or $ratio == null then "ERROR"
-                 elif $ratio >= $target then "PASS" else "FAIL" end),
+                 elif $basis.actor_value / $basis.async_value >= $target then "PASS" else "FAIL" end),
        counts_for_overall: ($sc == "s1" or $sc == "s2"),
        saturation_ratio: ratio($a.saturation_rps; $b.saturation_rps),
        req_per_cpu_sec_ratio: ratio($a.req_per_cpu_sec; $b.req_per_cpu_sec),
@@ -140,6 +147,7 @@ mv -f "$batch_dir/index.json.tmp" "$batch_dir/index.json"
 # ---- summary.md ---------------------------------------------------------------------
 read -r -d '' SUMMARY_JQ <<'JQ' || true
 def n($d): if . == null then "n/a" else (. * pow(10; $d) | round / pow(10; $d) | tostring) end;
+def u($d; $unit): if . == null then "n/a" else (n($d) + " " + $unit) end;
 def fl: if . == null then "" elif (.flags | length) == 0 then "" else " (" + (.flags | join(", ")) + ")" end;
 def val($r; f; $d): if $r == null then "no result" else (($r | f | n($d)) + ($r | fl)) end;
 def basis_name: if . == "saturation_rps" then "saturation req/s" elif . == "req_per_cpu_sec" then "req/CPU-s" else "n/a" end;
@@ -157,7 +165,7 @@ def validity($r): if $r == null then "no result" elif ($r.flags | length) == 0 t
 "| scenario | actor req/s | async req/s | ratio | verdict | p99 actor | p99 async | CPU actor | CPU async | req/CPU-s actor | req/CPU-s async | validity |",
 "| --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
 (.scenarios[] | . as $s |
- "| \(.scenario) | \(val(.actor_result; .saturation_rps; 0)) | \(val(.async_result; .saturation_rps; 0)) | \(.ratio | n(3)) (\(.basis | basis_name)) | \(.verdict)\(if .counts_for_overall then "" else " (info)" end) | \(.actor_result.latency_p99_ms | n(3)) ms | \(.async_result.latency_p99_ms | n(3)) ms | \(.actor_result.server_cpu_pct | n(1)) % | \(.async_result.server_cpu_pct | n(1)) % | \(.actor_result.req_per_cpu_sec | n(0)) | \(.async_result.req_per_cpu_sec | n(0)) | actor: \(validity(.actor_result)); async: \(validity(.async_result)) |"),
+ "| \(.scenario) | \(val(.actor_result; .saturation_rps; 0)) | \(val(.async_result; .saturation_rps; 0)) | \(.ratio | n(3))\(if .basis != null then " (" + (.basis | basis_name) + ")" else "" end) | \(.verdict)\(if .counts_for_overall then "" else " (info)" end) | \(.actor_result.latency_p99_ms | u(3; "ms")) | \(.async_result.latency_p99_ms | u(3; "ms")) | \(.actor_result.server_cpu_pct | u(1; "%")) | \(.async_result.server_cpu_pct | u(1; "%")) | \(.actor_result.req_per_cpu_sec | n(0)) | \(.async_result.req_per_cpu_sec | n(0)) | actor: \(validity(.actor_result)); async: \(validity(.async_result)) |"),
 "",
 "req/s is the closed-loop saturation throughput; p99, CPU (percent of one CPU) and req/CPU-s are from the measured window at SAT_RATIO x that server's own saturation (coordinated-omission corrected latency).",
 "",
@@ -166,12 +174,16 @@ def validity($r): if $r == null then "no result" elif ($r.flags | length) == 0 t
 "| scenario | rate req/s | p99 actor | p99 async | p99.9 actor | p99.9 async | CPU actor | CPU async | req/CPU-s actor | req/CPU-s async | handler p99 actor | handler p99 async | validity |",
 "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
 (.scenarios[] | select(.equal_load != null) | .equal_load as $e |
- "| \(.scenario) | \($e.rate_rps | n(0)) | \($e.actor.latency_p99_ms | n(3)) ms | \($e.async.latency_p99_ms | n(3)) ms | \($e.actor.latency_p99_9_ms | n(3)) ms | \($e.async.latency_p99_9_ms | n(3)) ms | \($e.actor.server_cpu_pct | n(1)) % | \($e.async.server_cpu_pct | n(1)) % | \($e.actor.req_per_cpu_sec | n(0)) | \($e.async.req_per_cpu_sec | n(0)) | \($e.actor.handler_p99_us | n(0)) us | \($e.async.handler_p99_us | n(0)) us | actor: \(validity($e.actor)); async: \(validity($e.async)) |"),
+ "| \(.scenario) | \($e.rate_rps | n(0)) | \($e.actor.latency_p99_ms | u(3; "ms")) | \($e.async.latency_p99_ms | u(3; "ms")) | \($e.actor.latency_p99_9_ms | u(3; "ms")) | \($e.async.latency_p99_9_ms | u(3; "ms")) | \($e.actor.server_cpu_pct | u(1; "%")) | \($e.async.server_cpu_pct | u(1; "%")) | \($e.actor.req_per_cpu_sec | n(0)) | \($e.async.req_per_cpu_sec | n(0)) | \($e.actor.handler_p99_us | u(0; "us")) | \($e.async.handler_p99_us | u(0; "us")) | actor: \(validity($e.actor)); async: \(validity($e.async)) |"),
 "",
 "## How each scenario was decided",
 "",
-(.scenarios[] |
- "- \(.scenario) (\(.actor) vs \(.async)): \(.verdict), ratio \(.ratio | n(3)) on \(.basis | basis_name) from the \(.basis_source)\(if .basis_reason != null then " because \(.basis_reason)" else "" end)\(if .counts_for_overall then "" else "; informational, not part of the overall verdict" end). Saturation ratio \(.saturation_ratio | n(3)), req/CPU-s ratio \(.req_per_cpu_sec_ratio | n(3))."),
+(.scenarios[] | if .verdict == "ERROR" then
+ "- \(.scenario) (\(.actor) vs \(.async)): ERROR: \(if (.errors | length) > 0 then (.errors | join("; ")) else "no comparable figure" end)."
+ elif .verdict == "N/A" then
+ "- \(.scenario): N/A, only one of \(.actor) and \(.async) was run."
+ else
+ "- \(.scenario) (\(.actor) vs \(.async)): \(.verdict), ratio \(.ratio | n(3)) on \(.basis | basis_name) from the \(.basis_source)\(if .basis_reason != null then " because \(.basis_reason)" else "" end)\(if .counts_for_overall then "" else "; informational, not part of the overall verdict" end). Saturation ratio \(.saturation_ratio | n(3)), req/CPU-s ratio \(.req_per_cpu_sec_ratio | n(3))." end),
 (if (.failures | length) > 0 then "", "## Failures", "", (.failures[] | "- \(.run): \(.failure)") else empty end)
 JQ
 

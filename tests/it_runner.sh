@@ -232,5 +232,37 @@ ok "summary.md has a row per scenario and an equal-load table" \
     bash -c "[[ \$(grep -Ec '^\| s[1-4] \|' '$batch/summary.md') -eq 8 ]] && grep -q '^## Equal load' '$batch/summary.md'"
 ok "summary.md names the host and versions" grep -Eq "Host .*cores.*kernel" "$batch/summary.md"
 
+# ---- the verdict rules, on a copy of the smoke batch with figures set by hand ---------------
+# set_run BATCH RUN JQ: edits BATCH/RUN/result.json with JQ.
+set_run() { jq "$3" "$1/$2/result.json" >"$1/$2/r.tmp" && mv "$1/$2/r.tmp" "$1/$2/result.json"; }
+fake="$TMP/results/fake-fail"
+cp -r "$batch" "$fake"
+for r in actor-mem-s1 async-mem-s1 actor-mem-s2 async-mem-s2; do
+    set_run "$fake" "$r" '.validity.saturated = true | .validity.loadgen_bound = false'
+done
+set_run "$fake" actor-mem-s1 '.saturation_rps = 400'
+set_run "$fake" async-mem-s1 '.saturation_rps = 1000'
+set_run "$fake" actor-mem-s2 '.saturation_rps = 500'
+set_run "$fake" async-mem-s2 '.saturation_rps = 1000'
+"$ROOT/runner/summarize.sh" "$fake"
+res="$fake/index.json"
+jqok "verdict: saturated runs compare saturation req/s; s1 0.4 FAIL, s2 0.5 PASS" \
+    '.scenarios[0].basis == "saturation_rps" and .scenarios[0].ratio == 0.4 and .scenarios[0].verdict == "FAIL"
+     and .scenarios[1].ratio == 0.5 and .scenarios[1].verdict == "PASS"'
+jqok "verdict: overall FAIL when s1 fails" '.verdict.overall == "FAIL"'
+ok "summary.md says FAIL" grep -q '^\*\*Verdict: FAIL\*\*' "$fake/summary.md"
+set_run "$fake" actor-mem-s1 '.saturation_rps = 600'
+set_run "$fake" async-mem-s2 '.validity.saturated = false'
+"$ROOT/runner/summarize.sh" "$fake"
+jqok "verdict: a not-saturated run moves its scenario to req/CPU-s, saying why" \
+    '.scenarios[1].basis == "req_per_cpu_sec" and (.scenarios[1].basis_reason | test("async-mem not saturated"))
+     and .scenarios[0].basis == "saturation_rps" and .scenarios[0].verdict == "PASS"'
+ok "summary.md names the basis and the reason" grep -q 'on req/CPU-s from the .*because async-mem not saturated' "$fake/summary.md"
+set_run "$fake" actor-mem-s2 '.failure = "test failure"'
+"$ROOT/runner/summarize.sh" "$fake"
+jqok "verdict: a failed run makes its scenario ERROR and the overall INCOMPLETE" \
+    '.scenarios[1].verdict == "ERROR" and .verdict.overall == "INCOMPLETE" and (.failures | length) == 1'
+ok "summary.md lists the failure" grep -q 'actor-mem-s2: test failure' "$fake/summary.md"
+
 echo "1..$n"
 exit $(( failed > 0 ))
