@@ -154,6 +154,21 @@ static void on_request(struct server_loop *l, struct request *req, void *arg)
     al->inflight++;
 }
 
+/* On the loop's thread before it serves: sends made here need no wake-up. */
+static void loop_init(struct server_loop *l, void *arg)
+{
+    struct actor_loop *al = server_loop_data(l);
+    sched_uv_bind(al->sched);
+}
+
+/* After the I/O callbacks of an iteration: run what they sent, so the replies are
+ * written in this same iteration. */
+static void before_flush(struct server_loop *l, void *arg)
+{
+    struct actor_loop *al = server_loop_data(l);
+    sched_uv_drain(al->sched);
+}
+
 static void on_tick(struct server_loop *l, void *arg)
 {
     struct actor_loop *al = server_loop_data(l);
@@ -297,6 +312,8 @@ static void arch_fini(struct serve_ctx *ctx)
 }
 
 static const struct server_hooks hooks = {
+    .loop_init = loop_init,
+    .before_flush = before_flush,
     .loop_fini = loop_fini,
     .on_request = on_request,
     .on_tick = on_tick,

@@ -40,7 +40,14 @@ struct sched {
     pthread_t thread;        /* thread kind */
     uv_async_t async;        /* uv kind; data = this */
     bool async_closed;       /* uv kind: close callback ran */
+    uv_prepare_t prepare;    /* uv kind, bound: drains local sends before the loop blocks */
+    bool bound;              /* uv kind: loop_thread is set */
+    bool prepare_closed;
+    pthread_t loop_thread;   /* uv kind: the loop's thread, once bound */
 };
+
+/* Actor runs one drain may do before it yields to the loop's I/O. */
+#define SCHED_DRAIN_BUDGET 4096
 
 static struct sched *sched_alloc(enum sched_kind kind)
 {
@@ -121,7 +128,9 @@ static void *sched_thread_main(void *arg)
 static void sched_async_cb(uv_async_t *handle)
 {
     struct sched *s = handle->data;
-    unsigned budget = mailbox_depth(&s->runq);
+    /* Bound: actors sent to from this thread run in the same turn (their hand-offs
+     * need no wake-up). Unbound: the actors runnable on entry, one batch each. */
+    unsigned budget = s->bound ? SCHED_DRAIN_BUDGET : mailbox_depth(&s->runq);
     struct actor *a;
 
     while (budget-- > 0 && mailbox_pop(&s->runq, (void **)&a) == 0) {
@@ -147,6 +156,45 @@ static void sched_async_close_cb(uv_handle_t *handle)
 {
     struct sched *s = handle->data;
     s->async_closed = true;
+}
+
+static void sched_prepare_close_cb(uv_handle_t *handle)
+{
+    struct sched *s = handle->data;
+    s->prepare_closed = true;
+}
+
+void sched_uv_drain(struct sched *s)
+{
+    struct actor *a;
+    unsigned budget = SCHED_DRAIN_BUDGET;
+
+    while (budget-- > 0 && mailbox_pop(&s->runq, (void **)&a) == 0) {
+        sched_run_one(s, a);
+        if (atomic_load_explicit(&s->idle, memory_order_relaxed) == STOPPED)
+            return;
+    }
+    /* Work left over (budget spent): make sure the loop comes back for it. */
+    if (mailbox_depth(&s->runq) != 0)
+        uv_async_send(&s->async);
+}
+
+static void sched_prepare_cb(uv_prepare_t *handle)
+{
+    sched_uv_drain(handle->data);
+}
+
+void sched_uv_bind(struct sched *s)
+{
+    if (s->kind != SCHED_UV || s->bound)
+        return;
+    s->loop_thread = pthread_self();
+    /* acquire: the prepare handle (unreferenced: it must not keep the loop alive) */
+    uv_prepare_init(s->async.loop, &s->prepare);
+    s->prepare.data = s;
+    uv_prepare_start(&s->prepare, sched_prepare_cb);
+    uv_unref((uv_handle_t *)&s->prepare);
+    s->bound = true;
 }
 
 struct sched *sched_new_thread(const char *name)
@@ -221,6 +269,8 @@ int sched_stop_and_join(struct sched *s)
     while (mailbox_pop(&s->runq, (void **)&a) == 0)
         sched_run_one(s, a);
     uv_close((uv_handle_t *)&s->async, sched_async_close_cb);
+    if (s->bound)
+        uv_close((uv_handle_t *)&s->prepare, sched_prepare_close_cb);
     return 0;
 }
 
@@ -228,7 +278,7 @@ void sched_free(struct sched *s)
 {
     if (s == NULL)
         return;
-    if (s->kind == SCHED_UV && !s->async_closed)
+    if (s->kind == SCHED_UV && (!s->async_closed || (s->bound && !s->prepare_closed)))
         panic("sched_free: uv scheduler not stopped, or its loop did not run the close");
     if (s->kind == SCHED_THREAD && s->started)
         panic("sched_free: thread scheduler %s still running", s->name);
@@ -259,6 +309,11 @@ void sched_ready(struct sched *s, struct actor *a)
     /* Cannot be full: each actor is queued at most once and SCHED_MAX_ACTORS fit. */
     if (mailbox_push(&s->runq, a) != 0)
         panic("sched %s: run queue full", s->name);
+    /* On a bound loop's own thread no wake-up is needed: the loop drains its run queue
+     * in the check phase (sched_uv_drain from the server's flush) and before it blocks
+     * (the prepare handle), and inside the async callback. */
+    if (s->bound && pthread_equal(pthread_self(), s->loop_thread))
+        return;
     /* Orders the push before reading `idle` (the scheduler orders its IDLE store before
      * re-reading the queue). For the uv kind this is also the full fence libuv 1.44's
      * uv_async_send needs between the enqueue and the send. */

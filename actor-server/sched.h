@@ -24,6 +24,17 @@ struct sched *sched_new_thread(const char *name);
  * async handle keeps the loop alive until sched_stop_and_join closes it. */
 struct sched *sched_new_uv(uv_loop_t *loop);
 
+/* uv kind: declares the calling thread the loop's thread (call it there, once, before
+ * the loop serves). From then on, sends made on that thread skip the uv_async_send
+ * wake-up: the loop drains its run queue before it blocks (a prepare handle) and
+ * wherever the owner calls sched_uv_drain (the server's flush, after I/O callbacks).
+ * Sends from other threads still wake the loop as before. */
+void sched_uv_bind(struct sched *s);
+
+/* uv kind: runs ready actors until the run queue is empty (or a budget of runs is
+ * spent, then a wake-up is posted for the rest). Loop thread only. */
+void sched_uv_drain(struct sched *s);
+
 /* Sets how many messages one actor may handle per run (>= 1; default 64). Only before
  * sched_start. */
 void sched_set_batch(struct sched *s, unsigned batch);

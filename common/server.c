@@ -56,6 +56,7 @@ struct server_loop {
     uv_timer_t force_stop;
     uv_timer_t relisten;
     uv_check_t flush_check;
+    uv_idle_t kick;       /* active while responses wait to be written: poll won't block */
     pthread_t thread;
     struct server *srv;
     unsigned index;
@@ -187,12 +188,20 @@ static void conn_close(struct conn *c)
     uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
 }
 
+static void on_kick(uv_idle_t *h)
+{
+    uv_idle_stop(h); /* its only job was to keep this iteration's poll from blocking */
+}
+
 static void mark_dirty(struct conn *c)
 {
     if (c->dirty)
         return;
     c->dirty = 1;
     c->dirty_next = c->loop->dirty;
+    if (c->loop->dirty == NULL)
+        uv_idle_start(&c->loop->kick, on_kick); /* responses may be rendered outside
+                                                    the poll phase (timers, prepare) */
     c->loop->dirty = c;
 }
 
@@ -281,19 +290,34 @@ static void conn_flush(struct conn *c)
     conn_after_write(c);
 }
 
+#define FLUSH_ROUNDS 16
+
+/* Once per iteration: let the architecture finish queued work, write every connection
+ * with new output, and resume the ones that paused for unwritten output. Resuming can
+ * produce more output, so this repeats a bounded number of rounds; what is left keeps
+ * the kick handle active so the next iteration comes at once. */
 static void on_flush_check(uv_check_t *h)
 {
     struct server_loop *l = h->data;
-    struct conn *c = l->dirty;
-    l->dirty = NULL;
-    while (c != NULL) {
-        struct conn *next = c->dirty_next;
-        c->dirty = 0;
-        c->dirty_next = NULL;
-        conn_flush(c);
-        conn_unref(c); /* the dirty list's reference */
-        c = next;
+    for (int round = 0; round < FLUSH_ROUNDS; round++) {
+        if (l->srv->hooks->before_flush)
+            l->srv->hooks->before_flush(l, l->srv->ctx);
+        struct conn *c = l->dirty;
+        if (c == NULL)
+            break;
+        l->dirty = NULL;
+        while (c != NULL) {
+            struct conn *next = c->dirty_next;
+            c->dirty = 0;
+            c->dirty_next = NULL;
+            conn_flush(c);
+            conn_maybe_resume(c);
+            conn_unref(c); /* the dirty list's reference */
+            c = next;
+        }
     }
+    if (l->dirty == NULL)
+        uv_idle_stop(&l->kick);
 }
 
 /* ---- reading and parsing ---- */
@@ -637,6 +661,7 @@ static void loop_maybe_finish(struct server_loop *l)
     close_if_open((uv_handle_t *)&l->sweep);
     close_if_open((uv_handle_t *)&l->force_stop);
     close_if_open((uv_handle_t *)&l->relisten);
+    close_if_open((uv_handle_t *)&l->kick);
     close_if_open((uv_handle_t *)&l->flush_check);
 }
 
@@ -770,6 +795,8 @@ int server_create(const struct server_config *cfg, const struct server_hooks *ho
         l->relisten.data = l;
         uv_check_init(&l->uv, &l->flush_check);
         l->flush_check.data = l;
+        uv_idle_init(&l->uv, &l->kick);
+        l->kick.data = l;
         if (rc == 0) {
             rc = bind_listener(l, cfg->host, s->port, err, errlen);
             if (rc == 0 && s->port == 0) {

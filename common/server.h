@@ -43,7 +43,10 @@ struct server_hooks {
     void (*loop_fini)(struct server_loop *l, void *ctx);
     /* A parsed request; ownership passes to the architecture until server_respond. */
     void (*on_request)(struct server_loop *l, struct request *req, void *ctx);
-    /* About twice a second on each loop (log flushing). May be NULL. */
+    /* Once per loop iteration, after the I/O callbacks and before responses are
+     * written (work queued on this loop can finish in the same turn). May be NULL. */
+    void (*before_flush)(struct server_loop *l, void *ctx);
+    /* About four times a second on each loop (log flushing). May be NULL. */
     void (*on_tick)(struct server_loop *l, void *ctx);
 };
 
