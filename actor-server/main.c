@@ -17,10 +17,10 @@
 #include "sched.h"
 #include "serve.h"
 
-#define INFLIGHT_MAX 4096  /* per loop; the inbox holds twice that, so it never fills */
-#define INBOX_RING 8192
-#define MW_RING 4096
-#define STORE_RING 8192
+#define INFLIGHT_MAX 16384 /* per loop; the inbox holds twice that, so it never fills */
+#define INBOX_RING 32768
+#define MW_RING 16384
+#define STORE_RING 32768
 
 struct mw_set {
     struct actor *router, *request_id, *auth, *logger;
