@@ -350,12 +350,21 @@ static int scan_headers(struct http_parser *hp, const char *data, size_t len)
             else
                 st = SC_IN_LINE;
             break;
-        case SC_IN_LINE:
-            if (c == '\r')
-                st = SC_CR;
-            else if (c == '\n')
+        case SC_IN_LINE: {
+            /* fast path: jump to the line's end */
+            const char *cr = memchr(data + i, '\r', len - i);
+            const char *lf = memchr(data + i, '\n', cr ? (size_t)(cr - (data + i)) : len - i);
+            if (lf != NULL) {
+                i = (size_t)(lf - data);
                 st = SC_LINE_START;
+            } else if (cr != NULL) {
+                i = (size_t)(cr - data);
+                st = SC_CR;
+            } else {
+                i = len - 1;
+            }
             break;
+        }
         case SC_CR:
             if (c != '\n')
                 goto bare_cr;
@@ -501,57 +510,100 @@ static void date_refresh(void)
     date_sec = t;
 }
 
-static const char *content_type_line(uint8_t ct)
+struct lit {
+    const char *s;
+    size_t n;
+};
+#define LIT(x) ((struct lit){x, sizeof(x) - 1})
+
+/* The status line and the Server header, pre-rendered per status. */
+static struct lit status_head(unsigned status)
 {
-    switch (ct) {
-    case CT_TEXT: return "Content-Type: text/plain\r\n";
-    case CT_JSON: return "Content-Type: application/json\r\n";
-    case CT_PROMETHEUS: return "Content-Type: text/plain; version=0.0.4\r\n";
-    default: return "";
+    switch (status) {
+    case 200: return LIT("HTTP/1.1 200 OK\r\nServer: refsrv\r\n");
+    case 201: return LIT("HTTP/1.1 201 Created\r\nServer: refsrv\r\n");
+    case 400: return LIT("HTTP/1.1 400 Bad Request\r\nServer: refsrv\r\n");
+    case 401: return LIT("HTTP/1.1 401 Unauthorized\r\nServer: refsrv\r\n");
+    case 404: return LIT("HTTP/1.1 404 Not Found\r\nServer: refsrv\r\n");
+    case 405: return LIT("HTTP/1.1 405 Method Not Allowed\r\nServer: refsrv\r\n");
+    case 408: return LIT("HTTP/1.1 408 Request Timeout\r\nServer: refsrv\r\n");
+    case 413: return LIT("HTTP/1.1 413 Content Too Large\r\nServer: refsrv\r\n");
+    case 414: return LIT("HTTP/1.1 414 URI Too Long\r\nServer: refsrv\r\n");
+    case 415: return LIT("HTTP/1.1 415 Unsupported Media Type\r\nServer: refsrv\r\n");
+    case 431: return LIT("HTTP/1.1 431 Request Header Fields Too Large\r\nServer: refsrv\r\n");
+    case 500: return LIT("HTTP/1.1 500 Internal Server Error\r\nServer: refsrv\r\n");
+    case 503: return LIT("HTTP/1.1 503 Service Unavailable\r\nServer: refsrv\r\n");
+    default: return LIT("");
     }
 }
+
+static struct lit content_type_line(uint8_t ct)
+{
+    switch (ct) {
+    case CT_TEXT: return LIT("Content-Type: text/plain\r\n");
+    case CT_JSON: return LIT("Content-Type: application/json\r\n");
+    case CT_PROMETHEUS: return LIT("Content-Type: text/plain; version=0.0.4\r\n");
+    default: return LIT("");
+    }
+}
+
+static char *put(char *p, const char *s, size_t n)
+{
+    memcpy(p, s, n);
+    return p + n;
+}
+
+#define PUT_LIT(p, x) put((p), (x), sizeof(x) - 1)
+
+/* Headers are at most ~400 bytes: status 60, Date 37, type 42, length 38, close 19,
+ * request id 80, location 39, Allow 27, Retry-After 16, blank line 2. */
+#define HEAD_MAX 512
 
 void http_render_response(struct buf *out, const struct response *resp, const char *request_id,
                           int close)
 {
-    char num[24];
-    size_t n;
     date_refresh();
-    buf_reserve(out, 256 + resp->body.len);
-    buf_append_str(out, "HTTP/1.1 ");
-    n = u64_to_dec(resp->status, num);
-    buf_append(out, num, n);
-    buf_append(out, " ", 1);
-    buf_append_str(out, http_status_text(resp->status));
-    buf_append_str(out, "\r\nServer: refsrv\r\n");
-    buf_append(out, date_line, date_len);
-    buf_append_str(out, content_type_line(resp->content_type));
-    buf_append_str(out, "Content-Length: ");
-    n = u64_to_dec(resp->body.len, num);
-    buf_append(out, num, n);
-    buf_append_str(out, "\r\n");
+    buf_reserve(out, HEAD_MAX + resp->body.len);
+    char *p = out->data + out->len;
+    struct lit head = status_head(resp->status);
+    if (head.n) {
+        p = put(p, head.s, head.n);
+    } else {
+        p = PUT_LIT(p, "HTTP/1.1 ");
+        p += u64_to_dec(resp->status % 1000, p);
+        p = PUT_LIT(p, " Unknown\r\nServer: refsrv\r\n");
+    }
+    p = put(p, date_line, date_len);
+    struct lit ct = content_type_line(resp->content_type);
+    p = put(p, ct.s, ct.n);
+    p = PUT_LIT(p, "Content-Length: ");
+    p += u64_to_dec(resp->body.len, p);
+    p = PUT_LIT(p, "\r\n");
     if (close)
-        buf_append_str(out, "Connection: close\r\n");
+        p = PUT_LIT(p, "Connection: close\r\n");
     if ((resp->flags & RESP_REQUEST_ID) && request_id != NULL && request_id[0]) {
-        buf_append_str(out, "X-Request-Id: ");
-        buf_append_str(out, request_id);
-        buf_append_str(out, "\r\n");
+        size_t n = strnlen(request_id, REQUEST_ID_MAX);
+        p = PUT_LIT(p, "X-Request-Id: ");
+        p = put(p, request_id, n);
+        p = PUT_LIT(p, "\r\n");
     }
     if (resp->flags & RESP_LOCATION) {
-        buf_append_str(out, "Location: /users/");
-        n = u64_to_dec(resp->location_id, num);
-        buf_append(out, num, n);
-        buf_append_str(out, "\r\n");
+        p = PUT_LIT(p, "Location: /users/");
+        p += u64_to_dec(resp->location_id, p);
+        p = PUT_LIT(p, "\r\n");
     }
     if (resp->allow != NULL) {
-        buf_append_str(out, "Allow: ");
-        buf_append_str(out, resp->allow);
-        buf_append_str(out, "\r\n");
+        p = PUT_LIT(p, "Allow: ");
+        p = put(p, resp->allow, strnlen(resp->allow, 32));
+        p = PUT_LIT(p, "\r\n");
     }
     if (resp->flags & RESP_RETRY_AFTER)
-        buf_append_str(out, "Retry-After: 1\r\n");
-    buf_append_str(out, "\r\n");
-    buf_append(out, resp->body.data, resp->body.len);
+        p = PUT_LIT(p, "Retry-After: 1\r\n");
+    p = PUT_LIT(p, "\r\n");
+    if (resp->body.len)
+        p = put(p, resp->body.data, resp->body.len);
+    out->len = (size_t)(p - out->data);
+    *p = '\0';
 }
 
 void http_error_response(struct response *resp, uint16_t status, const char *reason)
