@@ -389,6 +389,32 @@ def test_no_read(tap, label, path):
                "unbounded output queue: see /work/briefs/bugs.md (no backpressure)")
         rst_close(s)
         tap.ok(healthy(srv.port) is None, "%s: serves others after the non-reading client" % label)
+        # backpressure must not lose or stall anything: a reader that starts late (and
+        # pauses now and then) gets every pipelined response, in order
+        n = 3000
+        s = connect(srv.port, 10)
+        sender = threading.Thread(target=s.sendall, args=(b"".join(
+            get(b"/users?limit=100&after=%d" % (i % 900)) for i in range(n)),), daemon=True)
+        sender.start()
+        time.sleep(1.0)
+        r = Reader(s)
+        got, problem = 0, None
+        try:
+            for i in range(n):
+                resp = r.response()
+                if resp.status != 200 or not resp.body.startswith(
+                        b'{"users":[{"id":%d,' % (i % 900 + 1)):
+                    problem = "response %d: %r" % (i, resp)
+                    break
+                got += 1
+                if i % 500 == 0:
+                    time.sleep(0.2)
+        except (OSError, EOFError, ValueError) as e:
+            problem = "after %d responses: %r" % (got, e)
+        sender.join(5)
+        s.close()
+        tap.ok(problem is None, "%s: a late, pausing reader gets all %d pipelined responses in "
+               "order (no stall)" % (label, n), problem)
     finally:
         finish_server(tap, label + " no-read", srv)
 

@@ -399,6 +399,28 @@ def check_half_close(tap, label, port):
         s.close()
     tap.ok(not lost, "%s: request then half-close (FIN) still answered (30 rounds)" % label,
            "lost %d of 30: %r" % (len(lost), lost[:5]))
+    # beyond the server's pipeline cap (reading pauses), then FIN: all answered, then FIN
+    s = connect(port)
+    r = Reader(s)
+    s.sendall(b"".join(get(b"/users/%d" % (i + 1)) for i in range(40)))
+    s.shutdown(socket.SHUT_WR)
+    got, problem = 0, None
+    try:
+        for i in range(40):
+            resp = r.response()
+            if resp.status != 200 or b'"id":%d,' % (i + 1) not in resp.body:
+                problem = "response %d: %r" % (i, resp)
+                break
+            got += 1
+        if problem is None:
+            state = r.closed(3.0)
+            if state != "eof":
+                problem = "after the last response the connection is '%s'" % state
+    except (OSError, EOFError, ValueError) as e:
+        problem = "after %d responses: %r" % (got, e)
+    s.close()
+    tap.ok(problem is None, "%s: 40 pipelined requests then half-close: all answered, then FIN" %
+           label, problem)
 
 
 def check_pipeline_burst(tap, label, port):
