@@ -81,6 +81,8 @@ bool actor_run(struct actor *a, unsigned batch)
         a->fn(a, msg);
         done++;
     }
+    if (a->batch_end != NULL)
+        a->batch_end(a);
     atomic_store_explicit(&a->processed,
                           atomic_load_explicit(&a->processed, memory_order_relaxed) + done,
                           memory_order_relaxed);

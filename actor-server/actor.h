@@ -22,6 +22,7 @@ struct actor {
     const char *name;       /* borrowed, for metrics; must outlive the actor */
     struct mailbox mailbox; /* owned; popped only by the scheduler running the actor */
     actor_fn fn;
+    void (*batch_end)(struct actor *self); /* optional: after each run's last message */
     void *state;            /* borrowed; touched only by fn, so no locking needed */
     struct sched *home;     /* the scheduler that runs this actor, fixed at creation */
     atomic_uint pending;    /* messages sent but not yet processed; 0 -> 1 schedules */

@@ -38,6 +38,15 @@ struct actor_loop {
     uv_async_t fin_async;
 };
 
+/* The store actor's state: the store is ctx->store, touched only here. POSTs wait in
+ * `creates` until the end of the run (or until another operation must see them), then
+ * commit in one transaction; each 201 leaves only after that commit. */
+struct store_actor {
+    struct serve_ctx *ctx;
+    unsigned ncreates;
+    struct request *creates[STORE_BATCH_MAX];
+};
+
 struct actor_state {
     struct serve_ctx *ctx;
     unsigned nloops, nsets, nworkers;
@@ -45,6 +54,7 @@ struct actor_state {
     struct mw_set *sets;
     struct sched **workers;
     struct actor *store;
+    struct store_actor store_state;
     unsigned busy_loops; /* atomic: loops still serving during a stop */
 };
 
@@ -108,12 +118,34 @@ static void auth_fn(struct actor *self, void *msg)
         forward(set->logger, req);
 }
 
+static void store_commit(struct store_actor *sa)
+{
+    if (sa->ncreates == 0)
+        return;
+    app_store_create_batch(&sa->ctx->app, sa->ctx->store, sa->creates, sa->ncreates);
+    for (unsigned i = 0; i < sa->ncreates; i++)
+        forward(loop_of(sa->creates[i])->set->logger, sa->creates[i]);
+    sa->ncreates = 0;
+}
+
 static void store_fn(struct actor *self, void *msg)
 {
     struct request *req = msg;
-    struct serve_ctx *ctx = self->state;
-    app_store_exec(&ctx->app, ctx->store, req);
+    struct store_actor *sa = self->state;
+    if (req->route == ROUTE_USER_CREATE) {
+        sa->creates[sa->ncreates++] = req;
+        if (sa->ncreates == STORE_BATCH_MAX)
+            store_commit(sa);
+        return;
+    }
+    store_commit(sa); /* reads see every write that came before them */
+    app_store_exec(&sa->ctx->app, sa->ctx->store, req);
     forward(loop_of(req)->set->logger, req);
+}
+
+static void store_batch_end(struct actor *self)
+{
+    store_commit(self->state);
 }
 
 static void logger_fn(struct actor *self, void *msg)
@@ -269,8 +301,10 @@ static int arch_init(struct serve_ctx *ctx)
     }
     for (unsigned i = 0; i < st->nloops; i++)
         st->loops[i].set = &st->sets[i % st->nsets];
-    st->store = new_actor("store", store_fn, ctx, st->nworkers ? st->workers[0] : st->loops[0].sched,
-                          STORE_RING);
+    st->store_state.ctx = ctx;
+    st->store = new_actor("store", store_fn, &st->store_state,
+                          st->nworkers ? st->workers[0] : st->loops[0].sched, STORE_RING);
+    st->store->batch_end = store_batch_end;
     for (unsigned i = 0; i < st->nloops; i++)
         sched_start(st->loops[i].sched);
     for (unsigned w = 0; w < st->nworkers; w++) {

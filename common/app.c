@@ -88,6 +88,25 @@ void app_store_exec(struct app *app, struct store *store, struct request *req)
     req->store_rc = rc;
 }
 
+void app_store_create_batch(struct app *app, struct store *store, struct request **reqs,
+                            unsigned n)
+{
+    struct user users[STORE_BATCH_MAX];
+    if (n > STORE_BATCH_MAX)
+        panic("app_store_create_batch: %u > %u", n, STORE_BATCH_MAX);
+    for (unsigned i = 0; i < n; i++)
+        users[i] = reqs[i]->user;
+    int rc = store_create_batch(store, users, n);
+    for (unsigned i = 0; i < n; i++) {
+        reqs[i]->store_rc = rc;
+        reqs[i]->resp.status = rc == 0 ? 201 : 500;
+        if (rc == 0)
+            reqs[i]->user = users[i];
+    }
+    if (rc == 0)
+        counter_set(&app->store_users, store_count(store));
+}
+
 void app_render_body(struct app *app, struct request *req)
 {
     struct response *resp = &req->resp;

@@ -43,6 +43,13 @@ int app_validate(struct request *req);
  * 404, 500) and the results; updates app->store_users. Caller provides exclusion. */
 void app_store_exec(struct app *app, struct store *store, struct request *req);
 
+/* Group commit: performs the validated POST /users requests reqs[0..n) in one store
+ * transaction (store_create_batch): every one gets 201 with its new id, or, if the
+ * commit failed, 500. Caller provides exclusion. n <= STORE_BATCH_MAX. */
+#define STORE_BATCH_MAX 64
+void app_store_create_batch(struct app *app, struct store *store, struct request **reqs,
+                            unsigned n);
+
 /* Renders the body (and content type, Location) from the decided status and results;
  * a no-op when the body is already rendered (errors). For /metrics it renders the
  * registry. */
