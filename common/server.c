@@ -360,20 +360,9 @@ static void start_linger(struct conn *c)
     }
 }
 
-/* Answers a request the parser refused, then closes. */
-static void respond_parse_error(struct conn *c)
+/* Appends req to c's in-flight FIFO (request order); the FIFO holds a reference. */
+static void conn_enqueue(struct conn *c, struct request *req)
 {
-    struct server_loop *l = c->loop;
-    struct request *req = c->parser.cur;
-    c->parser.cur = NULL;
-    if (req == NULL)
-        req = pool_get(l);
-    req->route = ROUTE_OTHER;
-    http_error_response(&req->resp, c->parser.error_status,
-                        c->parser.error_reason ? c->parser.error_reason : "malformed request");
-    req->resp.flags |= RESP_CLOSE;
-    req->close_after = 1;
-    req->parsed_ns = now_ns();
     req->conn = c;
     req->next = NULL;
     if (c->tail)
@@ -383,7 +372,31 @@ static void respond_parse_error(struct conn *c)
     c->tail = req;
     c->inflight++;
     c->refs++;
+}
+
+/* Answers `status` for the request being parsed (or a fresh one), then closes: for
+ * input the parser refused and for the header timeout. */
+static void respond_error_and_close(struct conn *c, uint16_t status, const char *reason)
+{
+    struct server_loop *l = c->loop;
+    struct request *req = c->parser.cur;
+    c->parser.cur = NULL;
+    if (req == NULL)
+        req = pool_get(l);
+    req->route = ROUTE_OTHER;
+    http_error_response(&req->resp, status, reason);
+    req->resp.flags |= RESP_CLOSE;
+    req->close_after = 1;
+    req->parsed_ns = now_ns();
+    conn_enqueue(c, req);
     server_respond(l, req);
+}
+
+static void respond_parse_error(struct conn *c)
+{
+    respond_error_and_close(c, c->parser.error_status,
+                            c->parser.error_reason ? c->parser.error_reason
+                                                   : "malformed request");
 }
 
 static void conn_update_deadline(struct conn *c)
@@ -469,15 +482,7 @@ static int parser_complete(void *ctx, struct request *req)
 {
     struct conn *c = ctx;
     struct server_loop *l = c->loop;
-    req->conn = c;
-    req->next = NULL;
-    if (c->tail)
-        c->tail->next = req;
-    else
-        c->head = req;
-    c->tail = req;
-    c->inflight++;
-    c->refs++;
+    conn_enqueue(c, req);
     if (!req->keep_alive || l->stopping)
         req->close_after = 1;
     l->srv->hooks->on_request(l, req, l->srv->ctx);
@@ -615,20 +620,8 @@ static void on_sweep(uv_timer_t *t)
         if (c->deadline_ms && now >= c->deadline_ms && !c->closed) {
             if (c->in_request && !c->lingering && c->inflight == 0 && !c->writing) {
                 /* header timeout: say so, then close */
-                struct request *req = c->parser.cur;
-                c->parser.cur = NULL;
-                if (req == NULL)
-                    req = pool_get(l);
-                http_error_response(&req->resp, 408, "request timeout");
-                req->close_after = 1;
-                req->parsed_ns = now_ns();
-                req->conn = c;
-                req->next = NULL;
-                c->head = c->tail = req;
-                c->inflight++;
-                c->refs++;
                 c->deadline_ms = now + LINGER_MS;
-                server_respond(l, req);
+                respond_error_and_close(c, 408, "request timeout");
             } else {
                 conn_close(c);
             }
