@@ -1,0 +1,457 @@
+#!/usr/bin/env python3
+"""report.py: renders results/<batch>/report.html from index.json and the runs' histogram.txt.
+Writes gnuplot data files into a work folder, runs runner/plots/*.gp (svg terminal), and
+inlines the SVGs (ids made unique per plot) into one page that needs no network.
+Invariant: every figure printed on the page is a value of index.json, wrapped in
+<span class="fig" data-key="path/in/index.json">; every string from the batch is escaped.
+Called by runner/report.sh (which owns the work folder); python3 stdlib only.
+"""
+import html
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+
+PLOTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "plots")
+SAFE = re.compile(r"[^A-Za-z0-9 ._+:,=()/-]")
+# Percentile axis: x = 1/(1-p), labelled as HdrHistogram's plotter does.
+X_TICKS = [(2, "50%"), (10, "90%"), (100, "99%"), (1000, "99.9%"), (10000, "99.99%"),
+           (100000, "99.999%")]
+
+
+def esc(value):
+    """Any value as escaped HTML text (None as 'n/a')."""
+    return html.escape("n/a" if value is None else str(value), quote=True)
+
+
+def safe_label(text):
+    """A string fit for a gnuplot title or data label: [A-Za-z0-9 ._+:,=()/-] only."""
+    return SAFE.sub("_", str(text))
+
+
+def get_path(doc, key):
+    """The value at a '/'-separated path of index.json (list indexes as numbers), or None."""
+    cur = doc
+    for part in key.split("/"):
+        if isinstance(cur, list):
+            try:
+                cur = cur[int(part)]
+            except (ValueError, IndexError):
+                return None
+        elif isinstance(cur, dict):
+            cur = cur.get(part)
+        else:
+            return None
+        if cur is None:
+            return None
+    return cur
+
+
+def fmt_num(value, decimals):
+    """A number with thousands separators and DECIMALS decimals."""
+    return f"{value:,.{decimals}f}"
+
+
+class Page:
+    """The index and the figure formatter; every printed figure goes through fig()."""
+
+    def __init__(self, index):
+        self.index = index
+
+    def fig(self, key, decimals=0, unit=""):
+        """The value of index.json at KEY, formatted, tagged with its key for the tests."""
+        value = get_path(self.index, key)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return '<span class="na">n/a</span>'
+        text = fmt_num(value, decimals)
+        suffix = f"&nbsp;{esc(unit)}" if unit else ""
+        return f'<span class="fig" data-key="{esc(key)}">{text}</span>{suffix}'
+
+
+def validity_html(brief):
+    """The four validity flags of a brief result as small badges."""
+    if brief is None:
+        return '<span class="bad">no result</span>'
+    if brief.get("failure"):
+        return f'<span class="bad">failed: {esc(brief["failure"])}</span>'
+    val = brief.get("validity") or {}
+    out = []
+    for name, good, label in (("saturated", True, "saturated"), ("loadgen_bound", False, "loadgen-bound"),
+                              ("rate_held", True, "rate held"), ("clean", True, "clean")):
+        v = val.get(name)
+        if v is None:
+            out.append(f'<span class="flag na" title="not applicable">{esc(label)}: n/a</span>')
+        else:
+            cls = "ok" if v == good else "bad"
+            out.append(f'<span class="flag {cls}">{esc(label)}: {"yes" if v else "no"}</span>')
+    extra = [f for f in brief.get("flags") or [] if f == "other load on server CPUs"]
+    for f in extra:
+        out.append(f'<span class="flag bad">{esc(f)}</span>')
+    return " ".join(out)
+
+
+def read_histogram(path):
+    """(x = 1/(1-p), latency ms) points of an HdrHistogram text file, p < 1 only."""
+    points = []
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                cols = line.split()
+                if len(cols) < 4 or line.lstrip().startswith("#"):
+                    continue
+                try:
+                    value, pct = float(cols[0]), float(cols[1])
+                except ValueError:
+                    continue
+                if 0 <= pct < 1 and math.isfinite(value):
+                    points.append((1.0 / (1.0 - pct), value))
+    except OSError:
+        return []
+    return points
+
+
+def gnuplot(script, variables, work):
+    """Runs runner/plots/SCRIPT with VARIABLES (name -> number or safe string); returns
+    the SVG text. Raises RuntimeError with gnuplot's stderr on failure."""
+    out = os.path.join(work, f"plot{len(os.listdir(work))}.svg")
+    assigns = [f"out='{out}'", f"plotsdir='{PLOTS_DIR}'"]
+    for name, value in variables.items():
+        if isinstance(value, str):
+            if "'" in value or "\\" in value:
+                raise ValueError(f"unsafe gnuplot string for {name}")
+            assigns.append(f"{name}='{value}'")
+        else:
+            assigns.append(f"{name}={value!r}")
+    cmd = [os.environ.get("GNUPLOT", "gnuplot"), "-e", "; ".join(assigns), os.path.join(PLOTS_DIR, script)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False)
+    if proc.returncode != 0 or not os.path.exists(out):
+        raise RuntimeError(f"gnuplot {script} failed: {proc.stderr.strip()}")
+    with open(out, encoding="utf-8") as fh:
+        return fh.read()
+
+
+class Svgs:
+    """Inlines gnuplot SVGs: drops the XML prolog and makes every id unique per plot."""
+
+    def __init__(self):
+        self.count = 0
+
+    def inline(self, svg, name):
+        self.count += 1
+        prefix = f"p{self.count}-"
+        svg = svg[svg.index("<svg"):]
+        svg = re.sub(r'\bid="([^"]+)"', lambda m: f'id="{prefix}{m.group(1)}"', svg)
+        svg = re.sub(r'href="#([^"]+)"', lambda m: f'href="#{prefix}{m.group(1)}"', svg)
+        svg = re.sub(r"url\(#([^)]+)\)", lambda m: f"url(#{prefix}{m.group(1)})", svg)
+        svg = svg.replace("<svg", f'<svg data-plot="{esc(name)}" role="img" aria-label="{esc(name)}"', 1)
+        return f'<figure class="plot">{svg}</figure>'
+
+
+def num_or_nan(value):
+    return repr(float(value)) if isinstance(value, (int, float)) and not isinstance(value, bool) else "NaN"
+
+
+def write_dat(path, rows):
+    with open(path, "w", encoding="utf-8") as fh:
+        for row in rows:
+            fh.write(" ".join(str(c) for c in row) + "\n")
+
+
+def render(batch_dir, work):
+    with open(os.path.join(batch_dir, "index.json"), encoding="utf-8") as fh:
+        index = json.load(fh)
+    page = Page(index)
+    svgs = Svgs()
+    scenarios = index.get("scenarios") or []
+    target = index.get("target_ratio")
+    target_num = target if isinstance(target, (int, float)) else 0.5
+    plots = {}
+
+    # ---- bar charts across scenarios -------------------------------------------------
+    if scenarios:
+        rows, ratio_rows, eff_rows, lat_rows = [], [], [], []
+        for i, sc in enumerate(scenarios, 1):
+            label = safe_label(sc.get("scenario"))
+            a, b = sc.get("actor_result") or {}, sc.get("async_result") or {}
+            eq = sc.get("equal_load") or {}
+            ea, eb = eq.get("actor") or {}, eq.get("async") or {}
+            b_sat = b.get("saturation_rps")
+            mark = target_num * b_sat if isinstance(b_sat, (int, float)) else None
+            rows.append((i, label, num_or_nan(a.get("saturation_rps")), num_or_nan(b_sat), num_or_nan(mark)))
+            ratio_rows.append((i, label, num_or_nan(sc.get("ratio")),
+                               safe_label((sc.get("basis") or "none").replace("_", "-"))))
+            eff_rows.append((i, label, num_or_nan(a.get("req_per_cpu_sec")), num_or_nan(b.get("req_per_cpu_sec")),
+                             num_or_nan(ea.get("req_per_cpu_sec")), num_or_nan(eb.get("req_per_cpu_sec"))))
+            hp = [r.get("handler_p99_us") for r in (a, b)]
+            lat_rows.append((i, label, num_or_nan(a.get("latency_p99_ms")),
+                             num_or_nan(hp[0] / 1000 if isinstance(hp[0], (int, float)) else None),
+                             num_or_nan(b.get("latency_p99_ms")),
+                             num_or_nan(hp[1] / 1000 if isinstance(hp[1], (int, float)) else None)))
+        n = len(scenarios)
+        write_dat(os.path.join(work, "throughput.dat"), rows)
+        write_dat(os.path.join(work, "ratio.dat"), ratio_rows)
+        write_dat(os.path.join(work, "efficiency.dat"), eff_rows)
+        write_dat(os.path.join(work, "p99.dat"), lat_rows)
+        plots["throughput"] = svgs.inline(gnuplot("throughput.gp", {
+            "datafile": os.path.join(work, "throughput.dat"), "n": n, "target": float(target_num)}, work),
+            "throughput")
+        plots["ratio"] = svgs.inline(gnuplot("ratio.gp", {
+            "datafile": os.path.join(work, "ratio.dat"), "n": n, "target": float(target_num)}, work), "ratio")
+        plots["efficiency"] = svgs.inline(gnuplot("efficiency.gp", {
+            "datafile": os.path.join(work, "efficiency.dat"), "n": n}, work), "efficiency")
+        positive = [float(c) for r in lat_rows for c in r[2:] if c != "NaN" and float(c) > 0]
+        ymin = 10 ** (math.floor(math.log10(min(positive))) - 1) if positive else 0.001
+        plots["p99"] = svgs.inline(gnuplot("p99.gp", {
+            "datafile": os.path.join(work, "p99.dat"), "n": n, "ymin": float(ymin)}, work),
+            "handler-vs-client-p99")
+
+    # ---- latency spectra -------------------------------------------------------------
+    for sc in scenarios:
+        scn = safe_label(sc.get("scenario"))
+        eq = sc.get("equal_load") or {}
+        for kind, actor_run, async_run, title in (
+                ("own", sc.get("actor_run"), sc.get("async_run"), f"{scn}: each at SAT_RATIO x its own saturation"),
+                ("equal", eq.get("actor_run"), eq.get("async_run"),
+                 f"{scn}: equal load, {eq.get('rate_rps')} req/s" if eq else "")):
+            files, xmax, have = {}, 100.0, False
+            for who, run in (("actor", actor_run), ("async", async_run)):
+                pts = read_histogram(os.path.join(batch_dir, run, "histogram.txt")) if run else []
+                have = have or bool(pts)
+                path = os.path.join(work, f"hist-{scn}-{kind}-{who}.dat")
+                write_dat(path, pts if pts else [(1, "NaN")])
+                files[who] = path
+                if pts:
+                    xmax = max(xmax, max(x for x, _ in pts))
+            if not have:
+                continue
+            xmax = 10 ** math.ceil(math.log10(xmax) - 1e-9)
+            name = f"latency-{scn}-{kind}"
+            plots[name] = svgs.inline(gnuplot("latency.gp", {
+                "actorfile": files["actor"], "asyncfile": files["async"], "xmax": float(min(xmax, 1e6)),
+                "plottitle": safe_label(title), "actorname": safe_label(sc.get("actor")),
+                "asyncname": safe_label(sc.get("async"))}, work), name)
+
+    return build_html(index, page, plots)
+
+
+CSS = """
+body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:24px auto;max-width:1320px;
+color:#1d2330;padding:0 16px;line-height:1.4}
+h1{font-size:1.6em;margin-bottom:4px} h2{border-bottom:2px solid #dde3ea;padding-bottom:4px;margin-top:36px}
+.banner{border-radius:8px;padding:14px 18px;margin:16px 0;border:2px solid}
+.banner.PASS{background:#e7f6ea;border-color:#2f9e44} .banner.FAIL{background:#fdecec;border-color:#d9480f}
+.banner.other{background:#fff7e0;border-color:#e0a800}
+.banner .verdict{font-size:1.8em;font-weight:700;margin-right:12px}
+.warn{background:#fff3cd;border:1px solid #e0a800;padding:8px 12px;border-radius:6px}
+table{border-collapse:collapse;margin:8px 0 16px;font-size:.92em}
+th,td{border:1px solid #d0d7de;padding:4px 8px;text-align:left;vertical-align:top}
+th{background:#f3f5f8} td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+.flag{display:inline-block;border-radius:4px;padding:0 5px;margin:1px;font-size:.85em}
+.ok{background:#e7f6ea;color:#1b5e20} .bad{background:#fdecec;color:#9b1c1c} .na{color:#6b7280}
+.flag.na{background:#eef0f3}
+.v-PASS{color:#1b7f35;font-weight:700} .v-FAIL{color:#c0392b;font-weight:700}
+.v-ERROR,.v-INCOMPLETE{color:#b7791f;font-weight:700}
+.grid{display:flex;flex-wrap:wrap;gap:12px} figure.plot{margin:0}
+figure.plot svg{width:640px;height:auto;max-width:100%;border:1px solid #e5e9ef;border-radius:6px}
+.grid.one figure.plot svg{width:900px}
+.note{color:#4b5563;font-size:.9em} pre{background:#f6f8fa;padding:8px;overflow:auto;font-size:.85em}
+"""
+
+
+def build_html(index, page, plots):
+    f = page.fig
+    out = []
+    w = out.append
+    scenarios = index.get("scenarios") or []
+    verdict = index.get("verdict") or {}
+    overall = verdict.get("overall") or "N/A"
+    batch = index.get("batch")
+    w("<!DOCTYPE html>")
+    w('<html lang="en"><head><meta charset="utf-8">')
+    w(f"<title>Benchmark report: batch {esc(batch)}</title>")
+    w(f"<style>{CSS}</style></head><body>")
+    w(f"<h1>Actor vs async: batch {esc(batch)}</h1>")
+    ts = index.get("timestamps") or {}
+    host = index.get("host") or {}
+    w(f'<p class="note">Mode {esc(index.get("mode"))}, {esc(ts.get("start"))} to {esc(ts.get("end"))} (UTC), '
+      f'host {esc(host.get("hostname"))} ({f("host/cores")} cores). Rendered from index.json '
+      f'(generated {esc(index.get("generated"))}) by runner/report.sh.</p>')
+    if index.get("mode") == "smoke":
+        w('<p class="warn">Smoke batch: a few seconds per run, for tests. Its figures are not results.</p>')
+
+    # ---- verdict banner
+    cls = overall if overall in ("PASS", "FAIL") else "other"
+    w(f'<section class="banner {esc(cls)}" id="verdict"><span class="verdict">{esc(overall)}</span>'
+      f'actor / async &ge; target ratio {f("target_ratio", 2)} on s1 and s2. {esc(verdict.get("reason"))}')
+    w("<table><tr><th>scenario</th><th>servers</th><th>compared on</th><th>actor</th><th>async</th>"
+      "<th>ratio actor/async</th><th>verdict</th><th>validity actor</th><th>validity async</th></tr>")
+    for i, sc in enumerate(scenarios):
+        k = f"scenarios/{i}"
+        basis = sc.get("basis")
+        unit = "req/s" if basis == "saturation_rps" else "req/CPU-s" if basis == "req_per_cpu_sec" else ""
+        basis_txt = (f'{esc(basis)} from the {esc(sc.get("basis_source"))}' if basis else "n/a")
+        if sc.get("basis_reason"):
+            basis_txt += f'<br><span class="note">because {esc(sc.get("basis_reason"))}</span>'
+        v = sc.get("verdict") or "N/A"
+        info = "" if sc.get("counts_for_overall") else ' <span class="note">(info)</span>'
+        errs = "".join(f'<br><span class="bad">{esc(e)}</span>' for e in sc.get("errors") or [])
+        w(f'<tr><td>{esc(sc.get("scenario"))}</td><td>{esc(sc.get("actor"))} vs {esc(sc.get("async"))}</td>'
+          f'<td>{basis_txt}</td><td class="n">{f(k + "/actor_value", 0, unit)}</td>'
+          f'<td class="n">{f(k + "/async_value", 0, unit)}</td><td class="n">{f(k + "/ratio", 3)}</td>'
+          f'<td><span class="v-{esc(v)}">{esc(v)}</span>{info}{errs}</td>'
+          f'<td>{validity_html(sc.get("actor_result"))}</td><td>{validity_html(sc.get("async_result"))}</td></tr>')
+    w("</table></section>")
+    if index.get("failures"):
+        w("<h2>Failures</h2><ul>")
+        for fl in index["failures"]:
+            w(f'<li>{esc(fl.get("run"))}: {esc(fl.get("failure"))}</li>')
+        w("</ul>")
+
+    # ---- throughput
+    w('<h2 id="throughput">Throughput</h2>')
+    w('<p class="note">Closed-loop saturation throughput of each server (the probe). The dashed mark over '
+      'each actor bar is target ratio x async: the actor passes on this figure when its bar reaches the mark. '
+      'When a probe was not saturated (or loadgen-bound), the verdict uses requests per server CPU-second '
+      'instead (right, and the efficiency section).</p>')
+    w(f'<div class="grid">{plots.get("throughput", "")}{plots.get("ratio", "")}</div>')
+    w("<table><tr><th>scenario</th><th>actor saturation</th><th>async saturation</th><th>ratio</th>"
+      "<th>actor sustained</th><th>async sustained</th><th>actor target</th><th>async target</th></tr>")
+    for i, sc in enumerate(scenarios):
+        k = f"scenarios/{i}"
+        w(f'<tr><td>{esc(sc.get("scenario"))}</td><td class="n">{f(k + "/actor_result/saturation_rps", 0, "req/s")}</td>'
+          f'<td class="n">{f(k + "/async_result/saturation_rps", 0, "req/s")}</td>'
+          f'<td class="n">{f(k + "/saturation_ratio", 3)}</td>'
+          f'<td class="n">{f(k + "/actor_result/sustained_rps", 0, "req/s")}</td>'
+          f'<td class="n">{f(k + "/async_result/sustained_rps", 0, "req/s")}</td>'
+          f'<td class="n">{f(k + "/actor_result/target_rps", 0, "req/s")}</td>'
+          f'<td class="n">{f(k + "/async_result/target_rps", 0, "req/s")}</td></tr>')
+    w("</table>")
+
+    # ---- latency spectra
+    w('<h2 id="latency">Latency percentile spectrum</h2>')
+    w('<p class="note">Coordinated-omission corrected latency of the measured window (histogram.txt of each run), '
+      'x = percentile on a log(1/(1-p)) axis. Left: each server at SAT_RATIO x its own saturation (different '
+      'offered loads). Right: both servers at the same constant rate (equal load).</p>')
+    for i, sc in enumerate(scenarios):
+        scn = safe_label(sc.get("scenario"))
+        w(f'<h3>{esc(sc.get("scenario"))}: {esc(sc.get("actor"))} vs {esc(sc.get("async"))}</h3>')
+        w(f'<div class="grid">{plots.get(f"latency-{scn}-own", "")}{plots.get(f"latency-{scn}-equal", "")}</div>')
+        w("<table><tr><th>run</th><th>rate</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>max</th>"
+          "<th>validity</th></tr>")
+        for key, label in ((f"scenarios/{i}/actor_result", sc.get("actor_run")),
+                           (f"scenarios/{i}/async_result", sc.get("async_run")),
+                           (f"scenarios/{i}/equal_load/actor", (sc.get("equal_load") or {}).get("actor_run")),
+                           (f"scenarios/{i}/equal_load/async", (sc.get("equal_load") or {}).get("async_run"))):
+            brief = get_path(index, key)
+            if brief is None:
+                continue
+            w(f'<tr><td>{esc(label)}</td><td class="n">{f(key + "/sustained_rps", 0, "req/s")}</td>'
+              + "".join(f'<td class="n">{f(key + "/" + m, 3, "ms")}</td>' for m in
+                        ("latency_p50_ms", "latency_p90_ms", "latency_p99_ms", "latency_p99_9_ms", "latency_max_ms"))
+              + f"<td>{validity_html(brief)}</td></tr>")
+        w("</table>")
+        if sc.get("equal_load"):
+            w(f'<p class="note">Equal load at {f(f"scenarios/{i}/equal_load/rate_rps", 0, "req/s")}: '
+              f'p99 ratio actor/async {f(f"scenarios/{i}/equal_load/p99_ratio", 3)}.</p>')
+
+    # ---- efficiency
+    w('<h2 id="efficiency">Requests per server CPU-second</h2>')
+    w('<p class="note">sustained req/s divided by the server\'s CPU (utime + stime from /proc over the measured '
+      'window); higher is better. Saturation runs: each at its own offered load; equal-load runs: the same '
+      'offered load.</p>')
+    w(f'<div class="grid one">{plots.get("efficiency", "")}</div>')
+    w("<table><tr><th>scenario</th><th>actor (own load)</th><th>async (own load)</th><th>ratio</th>"
+      "<th>actor CPU</th><th>async CPU</th><th>actor (equal load)</th><th>async (equal load)</th><th>ratio</th>"
+      "<th>actor CPU</th><th>async CPU</th></tr>")
+    for i, sc in enumerate(scenarios):
+        k = f"scenarios/{i}"
+        w(f'<tr><td>{esc(sc.get("scenario"))}</td>'
+          f'<td class="n">{f(k + "/actor_result/req_per_cpu_sec", 0)}</td>'
+          f'<td class="n">{f(k + "/async_result/req_per_cpu_sec", 0)}</td>'
+          f'<td class="n">{f(k + "/req_per_cpu_sec_ratio", 3)}</td>'
+          f'<td class="n">{f(k + "/actor_result/server_cpu_pct", 1, "%")}</td>'
+          f'<td class="n">{f(k + "/async_result/server_cpu_pct", 1, "%")}</td>'
+          f'<td class="n">{f(k + "/equal_load/actor/req_per_cpu_sec", 0)}</td>'
+          f'<td class="n">{f(k + "/equal_load/async/req_per_cpu_sec", 0)}</td>'
+          f'<td class="n">{f(k + "/equal_load/req_per_cpu_sec_ratio", 3)}</td>'
+          f'<td class="n">{f(k + "/equal_load/actor/server_cpu_pct", 1, "%")}</td>'
+          f'<td class="n">{f(k + "/equal_load/async/server_cpu_pct", 1, "%")}</td></tr>')
+    w("</table><p class=\"note\">CPU is percent of one CPU.</p>")
+
+    # ---- handler p99 vs client p99
+    w('<h2 id="handler">Server-side handler p99 beside client p99</h2>')
+    w('<p class="note">Client p99: the loadgen\'s corrected latency (includes queueing in the kernel, the '
+      'loop and the loadgen). Handler p99: the server\'s own parsed-to-socket time from /metrics over the '
+      'same window. Log scale; both in ms on the plot (saturation runs).</p>')
+    w(f'<div class="grid one">{plots.get("p99", "")}</div>')
+    w("<table><tr><th>run</th><th>client p99</th><th>handler p99</th><th>handler p50</th></tr>")
+    for i, sc in enumerate(scenarios):
+        for key, label in ((f"scenarios/{i}/actor_result", sc.get("actor_run")),
+                           (f"scenarios/{i}/async_result", sc.get("async_run")),
+                           (f"scenarios/{i}/equal_load/actor", (sc.get("equal_load") or {}).get("actor_run")),
+                           (f"scenarios/{i}/equal_load/async", (sc.get("equal_load") or {}).get("async_run"))):
+            if get_path(index, key) is None:
+                continue
+            w(f'<tr><td>{esc(label)}</td><td class="n">{f(key + "/latency_p99_ms", 3, "ms")}</td>'
+              f'<td class="n">{f(key + "/handler_p99_us", 0, "us")}</td>'
+              f'<td class="n">{handler_p50(page, index, key)}</td></tr>')
+    w("</table>")
+
+    # ---- environment
+    ver = index.get("versions") or {}
+    cfg = index.get("config") or {}
+    w('<h2 id="environment">Host, versions and configuration</h2><table>')
+    rows = [("batch", esc(batch)), ("date (UTC)", f"{esc(ts.get('start'))} to {esc(ts.get('end'))}"),
+            ("host", esc(host.get("hostname"))), ("CPU", esc(host.get("cpu_model"))),
+            ("cores", f"{f('host/cores')} ({f('host/cores_usable')} usable)"), ("kernel", esc(host.get("kernel"))),
+            ("commit", esc(ver.get("git_commit")) + (" (dirty: tracked files modified)" if ver.get("git_dirty") else "")),
+            ("compiler", esc(ver.get("compiler")))]
+    rows += [(name, esc(ver.get(name))) for name in ("libuv", "llhttp", "sqlite", "ck", "jansson")]
+    rows += [("mode", esc(index.get("mode"))), ("TARGET_RATIO", f("target_ratio", 2)),
+             ("SAT_RATIO", f("sat_ratio", 2))]
+    rows += [(f"config.{name}", esc(json.dumps(value) if not isinstance(value, str) else value))
+             for name, value in cfg.items()]
+    elc = index.get("equal_load_config") or {}
+    rows += [(f"equal_load_config.{name}", esc(json.dumps(value))) for name, value in elc.items()]
+    for name, value in rows:
+        w(f"<tr><th>{esc(name)}</th><td>{value}</td></tr>")
+    w("</table>")
+    w("<details><summary>Configuration of every run (result.json <code>config</code>)</summary>")
+    for run in (index.get("runs") or []) + (index.get("equal_load_runs") or []):
+        w(f'<h4>{esc(run.get("run"))}</h4><pre>{esc(json.dumps(run.get("config"), indent=1, sort_keys=True))}</pre>')
+    w("</details>")
+    w("</body></html>")
+    return "\n".join(out) + "\n"
+
+
+def handler_p50(page, index, key):
+    """The handler p50 of the brief at KEY from the full run (briefs carry only the p99)."""
+    run_name = get_path(index, key + "/run")
+    for list_name in ("runs", "equal_load_runs"):
+        for j, run in enumerate(index.get(list_name) or []):
+            if run.get("run") == run_name:
+                return page.fig(f"{list_name}/{j}/handler_p50_us", 0, "us")
+    return '<span class="na">n/a</span>'
+
+
+def main(argv):
+    if len(argv) != 4:
+        print("usage: report.py BATCH_DIR WORK_DIR OUT_HTML", file=sys.stderr)
+        return 2
+    batch_dir, work, out = argv[1:]
+    try:
+        text = render(batch_dir, work)
+    except (OSError, ValueError, RuntimeError, subprocess.SubprocessError) as err:
+        print(f"report.py: {err}", file=sys.stderr)
+        return 1
+    tmp = out + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    os.replace(tmp, out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# report.sh: renders results/<batch>/report.html, one self-contained page (plots inlined as
+# SVG, no scripts, no network), from the batch's index.json and its runs' histogram.txt.
+# Re-runnable on old batches; reads only results/<batch>/ and never runs a benchmark.
+# The plots are drawn by gnuplot (runner/plots/*.gp); runner/report.py writes the page.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+GNUPLOT="${GNUPLOT:-gnuplot}"       # the gnuplot binary (svg terminal)
+PYTHON="${PYTHON:-python3}"
+REPORT_OUT="${REPORT_OUT:-}"        # default: results/<batch>/report.html
+
+usage() {
+    cat <<USAGE
+usage: runner/report.sh [--help] results/<batch>
+Writes results/<batch>/report.html from results/<batch>/index.json (runner/summarize.sh
+writes it) and every run's histogram.txt: the verdict banner, throughput and the verdict
+ratio against TARGET_RATIO, each scenario's latency percentile spectrum (own load and equal
+load), requests per server CPU-second, handler p99 beside client p99, host and configuration.
+Environment: GNUPLOT ($GNUPLOT), PYTHON ($PYTHON), REPORT_OUT (the output file).
+Exit status: 0 written, 1 rendering failed, 2 usage (no such batch or no index.json).
+USAGE
+}
+
+case "${1:-}" in
+    -h|--help) usage; exit 0 ;;
+    "") usage >&2; exit 2 ;;
+esac
+[[ $# -eq 1 ]] || { usage >&2; exit 2; }
+batch_dir=${1%/}
+[[ -d "$batch_dir" ]] || { echo "report.sh: no such batch folder '$batch_dir'" >&2; exit 2; }
+[[ -f "$batch_dir/index.json" ]] || {
+    echo "report.sh: $batch_dir/index.json missing (run runner/summarize.sh $batch_dir first)" >&2
+    exit 2
+}
+command -v "$GNUPLOT" >/dev/null || { echo "report.sh: $GNUPLOT not found (apt-get install gnuplot-nox)" >&2; exit 1; }
+out=${REPORT_OUT:-$batch_dir/report.html}
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/report.XXXXXX")
+# shellcheck disable=SC2317  # invoked by the EXIT trap
+cleanup() { rm -rf "$WORK"; }
+trap cleanup EXIT
+
+GNUPLOT="$GNUPLOT" "$PYTHON" "$ROOT/runner/report.py" "$batch_dir" "$WORK" "$out"
+echo "report.sh: wrote $out" >&2
