@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # run_all.sh: the comparison matrix (actor and async on s1-s3 with the memory store, both on
 # s4 with SQLite) in one batch, the equal-load re-runs, then summary.md and index.json with
-# the per-scenario and overall "within 2x" verdicts (runner/summarize.sh; see SPEC.md).
+# the per-scenario and overall "within 2x" verdicts (runner/summarize.sh; see SPEC.md), and
+# report.html, the same as plots (runner/report.sh).
 # Runs runner.sh one run at a time; ends only the runner it started, by pid.
 # Exit: 0 all runs completed (any verdict), 1 a run failed, 2 usage, 3 FAIL with --fail-on-verdict.
 set -euo pipefail
@@ -30,7 +31,7 @@ usage: ./run_all.sh [--help] [--quick] [--smoke] [--scenarios=s1,s2] [--servers=
                     [--batch=ID] [--fail-on-verdict]
 Runs the matrix (actor-mem, async-mem on s1 s2 s3; actor-sqlite, async-sqlite on s4) into
 results/<batch>/, re-runs both servers of each scenario at equal load (SAT_RATIO x the slower
-one's saturation), and writes results/<batch>/summary.md and index.json.
+one's saturation), and writes results/<batch>/summary.md, index.json and report.html.
   --quick            15 s warm-up, 15 s measure, 10 s probe per run (equal load: 5+10 s)
   --smoke            a few seconds per run, for tests
   --scenarios=LIST   subset of: $ALL_SCENARIOS
@@ -182,8 +183,9 @@ jq --arg ended "$(now_iso)" '.ended = $ended' "$batch_dir/matrix.json" >"$batch_
     mv -f "$batch_dir/matrix.json.tmp" "$batch_dir/matrix.json"
 TARGET_RATIO="$TARGET_RATIO" "$ROOT/runner/summarize.sh" "$batch_dir" || { log_info "summarize failed"; exit 1; }
 cat "$batch_dir/summary.md" >&2
+"$ROOT/runner/report.sh" "$batch_dir" || { log_info "report.sh failed"; exit 1; }
 overall=$(jq -r '.verdict.overall' "$batch_dir/index.json")
-log_info "verdict: $overall; summary: $batch_dir/summary.md, index: $batch_dir/index.json"
+log_info "verdict: $overall; summary: $batch_dir/summary.md, index: $batch_dir/index.json, report: $batch_dir/report.html"
 if (( failed )); then
     log_info "at least one run failed (see index.json .failures)"
     exit 1

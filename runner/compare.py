@@ -1,0 +1,187 @@
+#!/usr/bin/env python3
+"""compare.py: per run, each metric of batch B relative to batch A (ratio B/A, percent, the
+direction in words with its sense: higher req/s and req/CPU-s are better, lower latency, CPU
+and memory are better), flagged when the change is larger than the noise threshold.
+Reads only the two index.json files; called by runner/compare.sh (python3 stdlib only).
+"""
+import json
+import os
+import signal
+import sys
+
+# (field, name, better, unit, decimals, noise class)
+METRICS = [
+    ("saturation_rps", "saturation req/s", "higher", "req/s", 0, "rps"),
+    ("latency_p50_ms", "p50", "lower", "ms", 3, "latency"),
+    ("latency_p99_ms", "p99", "lower", "ms", 3, "latency"),
+    ("latency_p99_9_ms", "p99.9", "lower", "ms", 3, "latency"),
+    ("req_per_cpu_sec", "req/CPU-s", "higher", "", 0, "cpu"),
+    ("server_cpu_pct", "server CPU", "lower", "%", 1, "cpu"),
+    ("handler_p99_us", "handler p99", "lower", "us", 0, "handler"),
+    ("server_rss_mb", "peak RSS", "lower", "MiB", 1, "rss"),
+]
+# Noise thresholds (percent), see runner/compare.sh --help for where they come from.
+NOISE_DEFAULT = {"rps": 25.0, "latency": 100.0, "cpu": 25.0, "handler": 100.0, "rss": 15.0}
+NOISE_ENV = {"rps": "NOISE_RPS_PCT", "latency": "NOISE_LATENCY_PCT", "cpu": "NOISE_CPU_PCT",
+             "handler": "NOISE_HANDLER_PCT", "rss": "NOISE_RSS_PCT"}
+
+
+def noise_thresholds():
+    """The per-class thresholds, environment overrides applied. Raises ValueError."""
+    out = {}
+    for cls, default in NOISE_DEFAULT.items():
+        raw = os.environ.get(NOISE_ENV[cls], "")
+        value = float(raw) if raw else default
+        if not value >= 0:
+            raise ValueError(f"{NOISE_ENV[cls]} must be a number >= 0, got '{raw}'")
+        out[cls] = value
+    return out
+
+
+def is_num(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def fmt(v, decimals, unit):
+    if not is_num(v):
+        return "n/a"
+    return f"{v:,.{decimals}f}" + (f" {unit}" if unit else "")
+
+
+def direction(name, better, pct):
+    """The change in words, B relative to A, with whether it is better or worse."""
+    if pct == 0:
+        return f"B's {name} equals A's"
+    up = pct > 0
+    good = up == (better == "higher")
+    sense = "better" if good else "worse"
+    if name == "saturation req/s":
+        return f"B is {abs(pct):.1f}% {'faster' if up else 'slower'} than A ({name})"
+    return f"B's {name} is {abs(pct):.1f}% {'higher' if up else 'lower'} ({sense}) than A's"
+
+
+def compare_metric(a, b, metric, noise):
+    """(text columns, verdict word) for one metric of one run."""
+    field, name, better, unit, decimals, cls = metric
+    va, vb = a.get(field), b.get(field)
+    cols = [name, fmt(va, decimals, unit), fmt(vb, decimals, unit)]
+    if not is_num(va) or not is_num(vb):
+        return cols + ["n/a", "not compared (missing in " + ("A" if not is_num(va) else "B") + ")", ""]
+    if va == 0:
+        return cols + ["n/a", "not compared (A is 0)", ""]
+    ratio = vb / va
+    pct = (ratio - 1) * 100
+    words = direction(name, better, pct)
+    thr = noise[cls]
+    if abs(pct) <= thr:
+        flag = f"within noise (+/-{thr:g}%)"
+    else:
+        good = (pct > 0) == (better == "higher")
+        flag = f"{'IMPROVED' if good else 'REGRESSED'} (beyond +/-{thr:g}% noise)"
+    return cols + [f"{ratio:.3f}", words, flag]
+
+
+def flags_of(run):
+    if run.get("failure"):
+        return ["failed"]
+    val = run.get("validity") or {}
+    out = []
+    if val.get("saturated") is False:
+        out.append("not saturated")
+    if val.get("loadgen_bound") is True:
+        out.append("loadgen-bound")
+    if val.get("rate_held") is False:
+        out.append("rate not held")
+    if val.get("clean") is False:
+        out.append("errors")
+    return out
+
+
+def load(batch_dir):
+    with open(os.path.join(batch_dir, "index.json"), encoding="utf-8") as fh:
+        index = json.load(fh)
+    runs = {}
+    for run in (index.get("runs") or []) + (index.get("equal_load_runs") or []):
+        if run.get("run"):
+            runs[run["run"]] = run
+    return index, runs
+
+
+def describe(label, index):
+    ver = index.get("versions") or {}
+    host = index.get("host") or {}
+    commit = (ver.get("git_commit") or "?")[:12] + (" (dirty)" if ver.get("git_dirty") else "")
+    return (f"{label}: batch {index.get('batch')}, mode {index.get('mode')}, "
+            f"{(index.get('timestamps') or {}).get('start')}, commit {commit}, "
+            f"host {host.get('hostname')} ({host.get('cores')} cores)")
+
+
+NOISE_WHAT = {"rps": "saturation req/s", "latency": "p50, p99, p99.9", "cpu": "req/CPU-s, server CPU",
+              "handler": "handler p99", "rss": "peak RSS"}
+
+
+def main(argv):
+    if argv[1:] == ["--defaults"]:
+        for cls, value in NOISE_DEFAULT.items():
+            print(f"  {NOISE_ENV[cls]:<18} {NOISE_WHAT[cls]:<24} (default {value:g}%)")
+        return 0
+    if len(argv) != 3:
+        print("usage: compare.py A_DIR B_DIR", file=sys.stderr)
+        return 2
+    try:
+        noise = noise_thresholds()
+    except ValueError as err:
+        print(f"compare.sh: {err}", file=sys.stderr)
+        return 2
+    try:
+        ia, ra = load(argv[1])
+        ib, rb = load(argv[2])
+    except (OSError, ValueError) as err:
+        print(f"compare.sh: {err}", file=sys.stderr)
+        return 1
+    print(describe("A", ia))
+    print(describe("B", ib))
+    if ia.get("mode") != ib.get("mode"):
+        print(f"warning: the modes differ (A {ia.get('mode')}, B {ib.get('mode')}): windows of different "
+              "lengths, the noise thresholds do not apply")
+    if (ia.get("host") or {}).get("hostname") != (ib.get("host") or {}).get("hostname"):
+        print("warning: different hosts: the figures are not comparable")
+    print("Ratio is B/A. Noise thresholds: " + ", ".join(f"{c} +/-{v:g}%" for c, v in noise.items())
+          + " (runner/compare.sh --help).")
+    names = list(ra) + [n for n in rb if n not in ra]
+    for name in names:
+        a, b = ra.get(name), rb.get(name)
+        print()
+        if a is None or b is None:
+            print(f"run {name}: only in {'B' if a is None else 'A'}, not compared")
+            continue
+        kind = a.get("kind") or "run"
+        load_note = ""
+        ta, tb = a.get("target_rps"), b.get("target_rps")
+        if is_num(ta) and is_num(tb) and ta > 0 and ta != tb:
+            load_note = (f"; offered load differs (A {ta:,.0f}, B {tb:,.0f} req/s, {(tb / ta - 1) * 100:+.1f}%): "
+                         "latency and CPU are at different loads")
+        elif is_num(ta):
+            load_note = f"; offered load {ta:,.0f} req/s in both"
+        print(f"run {name} ({kind}){load_note}")
+        for side, run in (("A", a), ("B", b)):
+            fl = flags_of(run)
+            if fl:
+                print(f"  note: {side}'s run is flagged ({', '.join(fl)}): its figures may not mean what they say")
+        if a.get("failure") or b.get("failure"):
+            print("  not compared: a run failed")
+            continue
+        rows = [compare_metric(a, b, m, noise) for m in METRICS]
+        widths = [max(len(r[i]) for r in rows + [["metric", "A", "B", "B/A", "", ""]]) for i in range(6)]
+        header = ["metric", "A", "B", "B/A", "change", ""]
+        print("  " + "  ".join(h.ljust(widths[i]) if i in (0, 4) else h.rjust(widths[i])
+                               for i, h in enumerate(header[:5])).rstrip())
+        for r in rows:
+            print("  " + "  ".join([r[0].ljust(widths[0]), r[1].rjust(widths[1]), r[2].rjust(widths[2]),
+                                     r[3].rjust(widths[3]), r[4].ljust(widths[4]), r[5]]).rstrip())
+    return 0
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `compare.sh A B | head` ends quietly
+    sys.exit(main(sys.argv))
