@@ -142,8 +142,16 @@ class Svgs:
         self.count += 1
         prefix = f"p{self.count}-"
         svg = svg[svg.index("<svg"):]
-        svg = re.sub(r'\bid="([^"]+)"', lambda m: f'id="{prefix}{m.group(1)}"', svg)
-        svg = re.sub(r'href="#([^"]+)"', lambda m: f'href="#{prefix}{m.group(1)}"', svg)
+        seen = {}
+
+        def new_id(match):
+            # gnuplot repeats a plot's group id when it redraws an opaque key: number repeats.
+            name = match.group(2)
+            seen[name] = seen.get(name, 0) + 1
+            suffix = "" if seen[name] == 1 else f"-{seen[name]}"
+            return f'id="{prefix}{name}{suffix}"'
+        svg = re.sub(r"""\bid=(["'])([^"']+)\1""", new_id, svg)
+        svg = re.sub(r"""href=(["'])#([^"']+)\1""", lambda m: f'href="#{prefix}{m.group(2)}"', svg)
         svg = re.sub(r"url\(#([^)]+)\)", lambda m: f"url(#{prefix}{m.group(1)})", svg)
         svg = svg.replace("<svg", f'<svg data-plot="{esc(name)}" role="img" aria-label="{esc(name)}"', 1)
         return f'<figure class="plot">{svg}</figure>'
