@@ -9,11 +9,13 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 FIX="$ROOT/tests/fixtures/report"
 KEEP_RESULTS="${KEEP_RESULTS:-0}"     # 1: keep the temporary folder (the rendered pages)
+REPORT_BATCH="${REPORT_BATCH:-}"      # a real batch folder to render and check as well
 
 usage() {
     cat <<USAGE
 usage: tests/it_report.sh [--help]
-Environment: KEEP_RESULTS (0).
+Environment: KEEP_RESULTS (0), REPORT_BATCH (a real results/<batch> to render into the
+temporary folder and check with the same page checks; default: fixtures only).
 USAGE
 }
 case "${1:-}" in
@@ -243,6 +245,17 @@ ok "report.sh renders a batch with a failed run and missing histograms" "$ROOT/r
 check_page "degraded" "$TMP/D/report.html" "$TMP/D/index.json" \
     throughput ratio efficiency handler-vs-client-p99 latency-s1-own latency-s1-equal latency-s2-own
 has "degraded: the failed run's message shown escaped" "$TMP/D/report.html" 'died &lt;here&gt;'
+
+# ---- optionally a real batch (REPORT_BATCH), rendered into the temporary folder ----------
+if [[ -n "$REPORT_BATCH" ]]; then
+    ok "REPORT_BATCH renders" env REPORT_OUT="$TMP/real.html" "$ROOT/runner/report.sh" "$REPORT_BATCH"
+    mapfile -t want < <(jq -r '(if (.scenarios | length) > 0 then "throughput", "ratio", "efficiency",
+        "handler-vs-client-p99" else empty end),
+        (.scenarios[] | ("latency-\(.scenario)-own" | select(true)),
+                        (if .equal_load != null then "latency-\(.scenario)-equal" else empty end))' \
+        "$REPORT_BATCH/index.json")
+    check_page "REPORT_BATCH" "$TMP/real.html" "$REPORT_BATCH/index.json" "${want[@]}"
+fi
 
 # ---- compare.sh ---------------------------------------------------------------------------
 is "compare.sh --help exits 0" "$(rc_of "$ROOT/runner/compare.sh" --help)" 0

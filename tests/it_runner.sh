@@ -231,6 +231,8 @@ ok "summary.md holds a verdict line" grep -Eq '^\*\*Verdict: (PASS|FAIL)\*\*' "$
 ok "summary.md has a row per scenario and an equal-load table" \
     bash -c "[[ \$(grep -Ec '^\| s[1-4] \|' '$batch/summary.md') -eq 8 ]] && grep -q '^## Equal load' '$batch/summary.md'"
 ok "summary.md names the host and versions" grep -Eq "Host .*cores.*kernel" "$batch/summary.md"
+ok "report.html rendered: a latency spectrum per scenario, own and equal load (tests/it_report.sh checks the page)" \
+    bash -c "[[ \$(grep -Eo 'data-plot=\"latency-s[1-4]-(own|equal)\"' '$batch/report.html' | wc -l) -eq 8 ]]"
 
 # ---- the verdict rules, on a copy of the smoke batch with figures set by hand ---------------
 # set_run BATCH RUN JQ: edits BATCH/RUN/result.json with JQ.
