@@ -251,7 +251,7 @@ if [[ -n "$REPORT_BATCH" ]]; then
     ok "REPORT_BATCH renders" env REPORT_OUT="$TMP/real.html" "$ROOT/runner/report.sh" "$REPORT_BATCH"
     mapfile -t want < <(jq -r '(if (.scenarios | length) > 0 then "throughput", "ratio", "efficiency",
         "handler-vs-client-p99" else empty end),
-        (.scenarios[] | ("latency-\(.scenario)-own" | select(true)),
+        (.scenarios[] | "latency-\(.scenario)-own",
                         (if .equal_load != null then "latency-\(.scenario)-equal" else empty end))' \
         "$REPORT_BATCH/index.json")
     check_page "REPORT_BATCH" "$TMP/real.html" "$REPORT_BATCH/index.json" "${want[@]}"
