@@ -1,7 +1,9 @@
 /* test_actor_runtime: actors on thread and libuv schedulers: many producers into one
  * actor (exactly once, per-producer order), a full mailbox, the batch bound and run
  * queue fairness, stop/join draining, and ping-pong stress that would hang on one lost
- * wake-up (a deadline fails the test instead). Counts shrink under ThreadSanitizer. */
+ * wake-up (a deadline fails the test instead); a bound uv scheduler fed from an I/O
+ * callback, a timer and another thread (local sends skip the wake-up; none may get
+ * stuck) with batch_end once per run. Counts shrink under ThreadSanitizer. */
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -13,7 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 #include <cmocka.h>
 #include <uv.h>
 
@@ -482,6 +486,367 @@ static void test_pingpong_thread_uv_three_balls(void **state)
     pingpong(3, ROUND_TRIPS / 2, true);
 }
 
+/* ---- a bound uv scheduler: local sends need no wake-up, yet none may get stuck ---- */
+
+/* Sources feeding the chain: an I/O callback (pipe read), a timer callback (outside the
+ * poll phase: only the prepare drain sees its sends) and another thread (uv_async_send). */
+enum { SRC_PIPE, SRC_TIMER, SRC_THREAD, SRC_COUNT };
+
+#if defined(__SANITIZE_THREAD__)
+#define BOUND_PIPE_MSGS 8000u
+#define BOUND_TIMER_TICKS 100u
+#define BOUND_THREAD_MSGS 20000u
+#else
+#define BOUND_PIPE_MSGS 30000u
+#define BOUND_TIMER_TICKS 200u
+#define BOUND_THREAD_MSGS 60000u
+#endif
+#define BOUND_PER_TICK 100u
+#define BOUND_RING (1u << 17) /* holds every message at once: no send can fail */
+#define BOUND_CHAIN 3u
+
+struct link {
+    struct actor *next;    /* NULL: last link, checks order */
+    uint64_t count;
+    unsigned in_run;       /* messages since the last batch_end */
+    uint64_t batch_ends;
+    uint64_t batched_msgs; /* sum of in_run over batch_ends */
+    uint64_t empty_batches;
+    unsigned next_seq[SRC_COUNT];
+    uint64_t bad_order;
+    atomic_uint_fast64_t *done; /* last link: messages that reached the end */
+    atomic_uint_fast64_t *send_fail;
+};
+
+static void link_fn(struct actor *self, void *msg)
+{
+    struct link *k = self->state;
+    uint64_t v = (uint64_t)(uintptr_t)msg;
+    unsigned src = (unsigned)(v >> 32), seq = (unsigned)(v & 0xffffffffu);
+
+    k->count++;
+    k->in_run++;
+    if (k->next != NULL) {
+        if (actor_send(k->next, msg) != 0)
+            atomic_fetch_add(k->send_fail, 1);
+        return;
+    }
+    if (src >= SRC_COUNT || seq != k->next_seq[src])
+        k->bad_order++;
+    else
+        k->next_seq[src]++;
+    atomic_fetch_add(k->done, 1);
+}
+
+static void link_batch_end(struct actor *self)
+{
+    struct link *k = self->state;
+
+    if (k->in_run == 0)
+        k->empty_batches++;
+    k->batch_ends++;
+    k->batched_msgs += k->in_run;
+    k->in_run = 0;
+}
+
+struct bound_loop {
+    uv_loop_t loop;
+    uv_async_t quit;
+    uv_pipe_t pipe;
+    uv_timer_t timer;
+    uv_check_t check;      /* with_check: drains like the server's flush check */
+    bool with_check;
+    struct sched *sched;
+    struct actor *first;
+    unsigned pipe_seq, timer_ticks, timer_seq;
+    atomic_uint_fast64_t *send_fail;
+    atomic_bool timer_done;
+    pthread_t thread;
+    char readbuf[4096];
+};
+
+static void bound_send_local(struct bound_loop *b, unsigned src, unsigned seq)
+{
+    if (actor_send(b->first, msg_make(src, seq)) != 0)
+        atomic_fetch_add(b->send_fail, 1);
+}
+
+static void bound_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    struct bound_loop *b = h->data;
+
+    *buf = uv_buf_init(b->readbuf, sizeof(b->readbuf));
+}
+
+static void bound_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+    struct bound_loop *b = s->data;
+
+    if (nread < 0) {
+        uv_read_stop(s);
+        return;
+    }
+    /* One message per byte, sent from an I/O callback on the loop's thread. */
+    for (ssize_t i = 0; i < nread; i++)
+        bound_send_local(b, SRC_PIPE, b->pipe_seq++);
+}
+
+static void bound_timer(uv_timer_t *t)
+{
+    struct bound_loop *b = t->data;
+
+    for (unsigned i = 0; i < BOUND_PER_TICK; i++)
+        bound_send_local(b, SRC_TIMER, b->timer_seq++);
+    if (++b->timer_ticks == BOUND_TIMER_TICKS) {
+        uv_timer_stop(t);
+        atomic_store(&b->timer_done, true);
+    }
+}
+
+static void bound_check(uv_check_t *h)
+{
+    struct bound_loop *b = h->data;
+
+    sched_uv_drain(b->sched);
+}
+
+static void bound_quit(uv_async_t *a)
+{
+    struct bound_loop *b = a->data;
+
+    sched_stop_and_join(b->sched);
+    uv_close((uv_handle_t *)&b->quit, NULL);
+    uv_close((uv_handle_t *)&b->pipe, NULL);
+    uv_close((uv_handle_t *)&b->timer, NULL);
+    uv_close((uv_handle_t *)&b->check, NULL); /* initialised even when never started */
+}
+
+static void *bound_loop_main(void *arg)
+{
+    struct bound_loop *b = arg;
+
+    /* On the loop's thread, before it serves (as the server's loop_init does). */
+    sched_uv_bind(b->sched);
+    uv_read_start((uv_stream_t *)&b->pipe, bound_alloc, bound_read);
+    uv_timer_start(&b->timer, bound_timer, 1, 1);
+    if (b->with_check)
+        uv_check_start(&b->check, bound_check);
+    uv_run(&b->loop, UV_RUN_DEFAULT);
+    return NULL;
+}
+
+struct outsider {
+    int fd;                /* write end of the pipe */
+    struct actor *first;
+    uint64_t end_ns;
+    unsigned pipe_sent, thread_sent;
+    bool gave_up;
+};
+
+/* Interleaves pipe bytes (read on the loop) and direct sends from this thread. */
+static void *outsider_main(void *arg)
+{
+    struct outsider *o = arg;
+    char bytes[64];
+
+    memset(bytes, 'x', sizeof(bytes));
+    while (o->pipe_sent < BOUND_PIPE_MSGS || o->thread_sent < BOUND_THREAD_MSGS) {
+        if (now_ns() > o->end_ns) {
+            o->gave_up = true;
+            break;
+        }
+        if (o->pipe_sent < BOUND_PIPE_MSGS) {
+            size_t n = BOUND_PIPE_MSGS - o->pipe_sent;
+            ssize_t w = write(o->fd, bytes, n < sizeof(bytes) ? n : sizeof(bytes));
+            if (w > 0)
+                o->pipe_sent += (unsigned)w;
+            else if (w < 0 && errno != EAGAIN && errno != EINTR)
+                break;
+        }
+        for (unsigned i = 0; i < 128 && o->thread_sent < BOUND_THREAD_MSGS; i++) {
+            if (actor_send(o->first, msg_make(SRC_THREAD, o->thread_sent)) != 0) {
+                sched_yield();
+                break;
+            }
+            o->thread_sent++;
+        }
+    }
+    return NULL;
+}
+
+/* A chain of BOUND_CHAIN actors on a bound uv scheduler, fed from a pipe read, a timer
+ * and another thread: every message reaches the end in per-source order, nothing stays
+ * queued, and batch_end runs once per run, after that run's messages. */
+static void bound_chain(bool with_check)
+{
+    const uint64_t total = BOUND_PIPE_MSGS + (uint64_t)BOUND_TIMER_TICKS * BOUND_PER_TICK +
+                           BOUND_THREAD_MSGS;
+    atomic_uint_fast64_t done = 0, send_fail = 0;
+    struct link links[BOUND_CHAIN];
+    struct actor *actors[BOUND_CHAIN];
+    struct bound_loop b;
+    struct outsider o;
+    pthread_t out_thread;
+    int fds[2];
+    uint64_t start_ns = now_ns(), end_ns = start_ns + DEADLINE_NS;
+
+    memset(&b, 0, sizeof(b));
+    memset(links, 0, sizeof(links));
+    b.with_check = with_check;
+    b.send_fail = &send_fail;
+    atomic_init(&b.timer_done, false);
+    assert_int_equal(uv_loop_init(&b.loop), 0);
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+    assert_int_equal(uv_pipe_init(&b.loop, &b.pipe, 0), 0);
+    assert_int_equal(uv_pipe_open(&b.pipe, fds[0]), 0);
+    b.pipe.data = &b;
+    assert_int_equal(uv_timer_init(&b.loop, &b.timer), 0);
+    b.timer.data = &b;
+    assert_int_equal(uv_check_init(&b.loop, &b.check), 0);
+    b.check.data = &b;
+    assert_int_equal(uv_async_init(&b.loop, &b.quit, bound_quit), 0);
+    b.quit.data = &b;
+    b.sched = sched_new_uv(&b.loop);
+    sched_set_batch(b.sched, 16); /* several runs per burst */
+    for (int i = BOUND_CHAIN - 1; i >= 0; i--) {
+        links[i].next = i == BOUND_CHAIN - 1 ? NULL : actors[i + 1];
+        links[i].done = &done;
+        links[i].send_fail = &send_fail;
+        actors[i] = actor_new("link", link_fn, &links[i], b.sched, BOUND_RING, NULL);
+        assert_non_null(actors[i]);
+        actors[i]->batch_end = link_batch_end;
+    }
+    b.first = actors[0];
+    assert_int_equal(sched_start(b.sched), 0);
+    assert_int_equal(pthread_create(&b.thread, NULL, bound_loop_main, &b), 0);
+    o = (struct outsider){.fd = fds[1], .first = actors[0], .end_ns = end_ns};
+    assert_int_equal(pthread_create(&out_thread, NULL, outsider_main, &o), 0);
+
+    /* The watchdog: a message stuck in a run queue nobody drains fails here. */
+    while (atomic_load(&done) < total && now_ns() < end_ns)
+        sleep_ms(1);
+    if (atomic_load(&done) < total)
+        fail_msg("bound uv chain (%s) stalled after %.1f s: %llu of %llu messages reached "
+                 "the end; link counts %llu/%llu/%llu, timer ticks %u, pipe bytes read %u of "
+                 "%u sent, thread sent %u (a local send without a drain?)",
+                 with_check ? "check + prepare" : "prepare only",
+                 (double)(now_ns() - start_ns) / 1e9, (unsigned long long)atomic_load(&done),
+                 (unsigned long long)total, (unsigned long long)links[0].count,
+                 (unsigned long long)links[1].count, (unsigned long long)links[2].count,
+                 b.timer_ticks, b.pipe_seq, o.pipe_sent, o.thread_sent);
+    assert_int_equal(pthread_join(out_thread, NULL), 0);
+    assert_false(o.gave_up);
+    fprintf(stderr, "# bound uv chain (%s): %llu messages through %u actors in %.2f s\n",
+            with_check ? "check + prepare" : "prepare only", (unsigned long long)total,
+            BOUND_CHAIN, (double)(now_ns() - start_ns) / 1e9);
+    uv_async_send(&b.quit);
+    assert_int_equal(pthread_join(b.thread, NULL), 0);
+    close(fds[1]);
+
+    assert_int_equal(atomic_load(&send_fail), 0);
+    assert_int_equal(b.pipe_seq, BOUND_PIPE_MSGS);
+    assert_int_equal(b.timer_seq, BOUND_TIMER_TICKS * BOUND_PER_TICK);
+    for (unsigned i = 0; i < BOUND_CHAIN; i++) {
+        assert_int_equal(links[i].count, total);
+        assert_int_equal(actor_processed(actors[i]), total);
+        assert_int_equal(actor_depth(actors[i]), 0);
+        /* batch_end: once per run, never on an empty run, after all of its messages */
+        assert_int_equal(links[i].batch_ends, actor_runs(actors[i]));
+        assert_int_equal(links[i].empty_batches, 0);
+        assert_int_equal(links[i].batched_msgs, total);
+        assert_int_equal(links[i].in_run, 0);
+    }
+    assert_int_equal(links[BOUND_CHAIN - 1].bad_order, 0);
+    assert_int_equal(links[BOUND_CHAIN - 1].next_seq[SRC_PIPE], BOUND_PIPE_MSGS);
+    assert_int_equal(links[BOUND_CHAIN - 1].next_seq[SRC_TIMER],
+                     BOUND_TIMER_TICKS * BOUND_PER_TICK);
+    assert_int_equal(links[BOUND_CHAIN - 1].next_seq[SRC_THREAD], BOUND_THREAD_MSGS);
+    for (unsigned i = 0; i < BOUND_CHAIN; i++)
+        actor_free(actors[i]);
+    sched_free(b.sched);
+    assert_int_equal(uv_loop_close(&b.loop), 0);
+}
+
+static void test_bound_uv_chain_prepare_only(void **state)
+{
+    bound_chain(false);
+}
+
+static void test_bound_uv_chain_with_check_drain(void **state)
+{
+    bound_chain(true);
+}
+
+/* A send from a timer callback with nothing else to wake the loop: without the prepare
+ * drain the loop would block in epoll with the message queued (no timer left, no I/O). */
+struct lone_timer {
+    struct actor *a;
+    atomic_uint_fast64_t *send_fail;
+};
+
+static void lone_timer_cb(uv_timer_t *t)
+{
+    struct lone_timer *lt = t->data;
+
+    if (actor_send(lt->a, msg_make(SRC_TIMER, 0)) != 0)
+        atomic_fetch_add(lt->send_fail, 1);
+}
+
+static void *lone_loop_main(void *arg)
+{
+    struct bound_loop *b = arg;
+
+    sched_uv_bind(b->sched);
+    uv_timer_start(&b->timer, lone_timer_cb, 20, 0); /* one shot */
+    uv_run(&b->loop, UV_RUN_DEFAULT);
+    return NULL;
+}
+
+static void lone_quit(uv_async_t *a)
+{
+    struct bound_loop *b = a->data;
+
+    sched_stop_and_join(b->sched);
+    uv_close((uv_handle_t *)&b->quit, NULL);
+    uv_close((uv_handle_t *)&b->timer, NULL);
+}
+
+static void test_bound_uv_lone_timer_send(void **state)
+{
+    atomic_uint_fast64_t done = 0, send_fail = 0;
+    struct link last = {.done = &done, .send_fail = &send_fail};
+    struct lone_timer lt = {.send_fail = &send_fail};
+    struct bound_loop b;
+    struct actor *a;
+    uint64_t end_ns = now_ns() + 5ull * 1000 * 1000 * 1000;
+
+    memset(&b, 0, sizeof(b));
+    assert_int_equal(uv_loop_init(&b.loop), 0);
+    assert_int_equal(uv_timer_init(&b.loop, &b.timer), 0);
+    assert_int_equal(uv_async_init(&b.loop, &b.quit, lone_quit), 0);
+    b.quit.data = &b;
+    b.sched = sched_new_uv(&b.loop);
+    a = actor_new("lone", link_fn, &last, b.sched, 8, NULL);
+    a->batch_end = link_batch_end;
+    lt.a = a;
+    b.timer.data = &lt;
+    assert_int_equal(pthread_create(&b.thread, NULL, lone_loop_main, &b), 0);
+    while (atomic_load(&done) < 1 && now_ns() < end_ns)
+        sleep_ms(1);
+    if (atomic_load(&done) < 1)
+        fail_msg("a send from a timer callback on the bound loop was not run in 5 s "
+                 "(the loop blocked with it queued)");
+    uv_async_send(&b.quit);
+    assert_int_equal(pthread_join(b.thread, NULL), 0);
+    assert_int_equal(atomic_load(&send_fail), 0);
+    assert_int_equal(last.count, 1);
+    assert_int_equal(last.batch_ends, 1);
+    assert_int_equal(actor_runs(a), 1);
+    actor_free(a);
+    sched_free(b.sched);
+    assert_int_equal(uv_loop_close(&b.loop), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -496,6 +861,9 @@ int main(void)
         cmocka_unit_test(test_pingpong_thread_thread_three_balls),
         cmocka_unit_test(test_pingpong_thread_uv_one_ball),
         cmocka_unit_test(test_pingpong_thread_uv_three_balls),
+        cmocka_unit_test(test_bound_uv_lone_timer_send),
+        cmocka_unit_test(test_bound_uv_chain_prepare_only),
+        cmocka_unit_test(test_bound_uv_chain_with_check_drain),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
