@@ -305,11 +305,12 @@ void http_parser_destroy(struct http_parser *hp, struct request **partial)
 /* Scans raw header bytes of the current message for what llhttp 8.1.0 lets through:
  * obs-fold (a header line starting with SP/HT), an empty header name (a line starting
  * with ':'), and a CR not followed by LF. Stops at the end of the header block.
- * Returns 0 or -EINVAL (hp->error_* set). */
-static int scan_headers(struct http_parser *hp, const char *data, size_t len)
+ * Returns 0, or -EINVAL with hp->error_* set and *bad = the offending byte's offset. */
+static int scan_headers(struct http_parser *hp, const char *data, size_t len, size_t *bad)
 {
     uint8_t st = hp->line_state;
-    for (size_t i = 0; i < len && st != SC_DONE; i++) {
+    size_t i;
+    for (i = 0; i < len && st != SC_DONE; i++) {
         char c = data[i];
         switch (st) {
         case SC_PRE:
@@ -337,10 +338,12 @@ static int scan_headers(struct http_parser *hp, const char *data, size_t len)
         case SC_LINE_START:
             if (c == ' ' || c == '\t') {
                 fail(hp, 400, "obsolete line folding");
+                *bad = i;
                 return -EINVAL;
             }
             if (c == ':') {
                 fail(hp, 400, "empty header name");
+                *bad = i;
                 return -EINVAL;
             }
             if (c == '\r')
@@ -381,6 +384,7 @@ static int scan_headers(struct http_parser *hp, const char *data, size_t len)
     return 0;
 bare_cr:
     fail(hp, 400, "bare CR in header block");
+    *bad = i;
     return -EINVAL;
 }
 
@@ -430,8 +434,24 @@ int http_parser_feed(struct http_parser *hp, const char *data, size_t len, size_
     size_t off = 0;
     *consumed = 0;
     while (off < len) {
-        if (hp->line_state != SC_DONE && scan_headers(hp, data + off, len - off) != 0)
+        size_t bad = 0;
+        if (hp->line_state != SC_DONE && scan_headers(hp, data + off, len - off, &bad) != 0) {
+            /* The earliest fault in the byte stream is the one reported, whatever the
+             * read boundaries: llhttp first sees the bytes before the scanner's. */
+            uint16_t status = hp->error_status;
+            const char *reason = hp->error_reason;
+            hp->error_status = 0;
+            hp->error_reason = NULL;
+            llhttp_errno_t err = llhttp_execute(&hp->llh, data + off, bad);
+            if (err != HPE_OK && err != HPE_PAUSED)
+                map_llhttp_error(hp, err);
+            if (hp->error_status == 0) {
+                hp->error_status = status;
+                hp->error_reason = reason;
+            }
+            *consumed = off;
             return -EINVAL;
+        }
         llhttp_errno_t err = llhttp_execute(&hp->llh, data + off, len - off);
         if (err == HPE_OK) {
             off = len;
