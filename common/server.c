@@ -238,6 +238,8 @@ static void conn_after_write(struct conn *c)
         conn_close(c);
     else if (c->close_after_flush && !c->lingering)
         start_linger(c);
+    else if (c->loop->stopping && c->inflight == 0 && !http_parser_mid_request(&c->parser))
+        conn_close(c); /* kept open at the stop only to deliver this output */
 }
 
 /* Reading (and parsing) goes on only while the connection can take more: under the
@@ -715,7 +717,9 @@ static void on_stop(uv_async_t *a)
     struct conn *c = l->conns;
     while (c != NULL) {
         struct conn *next = c->next;
-        if (c->inflight == 0 && !http_parser_mid_request(&c->parser) && !c->writing)
+        /* a response rendered but not yet flushed (dirty) is still owed */
+        if (c->inflight == 0 && !http_parser_mid_request(&c->parser) && !c->writing &&
+            !c->dirty && c->out.len == 0)
             conn_close(c);
         else
             c->deadline_ms = 0;
