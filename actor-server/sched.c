@@ -41,7 +41,7 @@ struct sched {
     uv_async_t async;        /* uv kind; data = this */
     bool async_closed;       /* uv kind: close callback ran */
     uv_prepare_t prepare;    /* uv kind, bound: drains local sends before the loop blocks */
-    bool bound;              /* uv kind: loop_thread is set */
+    atomic_bool bound;       /* uv kind: loop_thread is set (release: other threads read it) */
     bool prepare_closed;
     pthread_t loop_thread;   /* uv kind: the loop's thread, once bound */
 };
@@ -58,6 +58,7 @@ static struct sched *sched_alloc(enum sched_kind kind)
         panic("sched: bad run queue size");
     atomic_init(&s->idle, AWAKE);
     atomic_init(&s->stop, false);
+    atomic_init(&s->bound, false);
     atomic_init(&s->actors, 0);
     s->kind = kind;
     s->batch = SCHED_DEFAULT_BATCH;
@@ -130,7 +131,9 @@ static void sched_async_cb(uv_async_t *handle)
     struct sched *s = handle->data;
     /* Bound: actors sent to from this thread run in the same turn (their hand-offs
      * need no wake-up). Unbound: the actors runnable on entry, one batch each. */
-    unsigned budget = s->bound ? SCHED_DRAIN_BUDGET : mailbox_depth(&s->runq);
+    unsigned budget = atomic_load_explicit(&s->bound, memory_order_relaxed)
+                          ? SCHED_DRAIN_BUDGET
+                          : mailbox_depth(&s->runq);
     struct actor *a;
 
     while (budget-- > 0 && mailbox_pop(&s->runq, (void **)&a) == 0) {
@@ -186,15 +189,15 @@ static void sched_prepare_cb(uv_prepare_t *handle)
 
 void sched_uv_bind(struct sched *s)
 {
-    if (s->kind != SCHED_UV || s->bound)
+    if (s->kind != SCHED_UV || atomic_load_explicit(&s->bound, memory_order_relaxed))
         return;
-    s->loop_thread = pthread_self();
+    s->loop_thread = pthread_self(); /* published by the release store of bound below */
     /* acquire: the prepare handle (unreferenced: it must not keep the loop alive) */
     uv_prepare_init(s->async.loop, &s->prepare);
     s->prepare.data = s;
     uv_prepare_start(&s->prepare, sched_prepare_cb);
     uv_unref((uv_handle_t *)&s->prepare);
-    s->bound = true;
+    atomic_store_explicit(&s->bound, true, memory_order_release);
 }
 
 struct sched *sched_new_thread(const char *name)
@@ -269,7 +272,7 @@ int sched_stop_and_join(struct sched *s)
     while (mailbox_pop(&s->runq, (void **)&a) == 0)
         sched_run_one(s, a);
     uv_close((uv_handle_t *)&s->async, sched_async_close_cb);
-    if (s->bound)
+    if (atomic_load_explicit(&s->bound, memory_order_relaxed))
         uv_close((uv_handle_t *)&s->prepare, sched_prepare_close_cb);
     return 0;
 }
@@ -278,7 +281,8 @@ void sched_free(struct sched *s)
 {
     if (s == NULL)
         return;
-    if (s->kind == SCHED_UV && (!s->async_closed || (s->bound && !s->prepare_closed)))
+    if (s->kind == SCHED_UV &&
+        (!s->async_closed || (atomic_load(&s->bound) && !s->prepare_closed)))
         panic("sched_free: uv scheduler not stopped, or its loop did not run the close");
     if (s->kind == SCHED_THREAD && s->started)
         panic("sched_free: thread scheduler %s still running", s->name);
@@ -312,7 +316,8 @@ void sched_ready(struct sched *s, struct actor *a)
     /* On a bound loop's own thread no wake-up is needed: the loop drains its run queue
      * in the check phase (sched_uv_drain from the server's flush) and before it blocks
      * (the prepare handle), and inside the async callback. */
-    if (s->bound && pthread_equal(pthread_self(), s->loop_thread))
+    if (atomic_load_explicit(&s->bound, memory_order_acquire) &&
+        pthread_equal(pthread_self(), s->loop_thread))
         return;
     /* Orders the push before reading `idle` (the scheduler orders its IDLE store before
      * re-reading the queue). For the uv kind this is also the full fence libuv 1.44's
