@@ -225,6 +225,18 @@ static void loop_fini(struct server_loop *l, void *arg)
             uv_async_send(&st->loops[i].fin_async);
 }
 
+/* The logger follows the store: a write is committed before the logger sees it, so its
+ * mailbox must never be full (a 503 then would deny a committed write). It holds every
+ * request its loops can have in flight, plus room for the tick messages. */
+static unsigned logger_ring(unsigned loops_per_set)
+{
+    uint64_t need = (uint64_t)INFLIGHT_MAX * loops_per_set + 1024;
+    unsigned ring = MW_RING;
+    while (ring < need && ring < (1u << 30))
+        ring <<= 1;
+    return ring;
+}
+
 static struct actor *new_actor(const char *name, actor_fn fn, void *state, struct sched *home,
                                unsigned ring)
 {
@@ -297,7 +309,8 @@ static int arch_init(struct serve_ctx *ctx)
         set->router = new_actor("router", router_fn, set, home, MW_RING);
         set->request_id = new_actor("request_id", request_id_fn, set, home, MW_RING);
         set->auth = new_actor("auth", auth_fn, set, home, MW_RING);
-        set->logger = new_actor("logger", logger_fn, set, home, MW_RING);
+        set->logger = new_actor("logger", logger_fn, set, home,
+                                logger_ring((st->nloops + st->nsets - 1) / st->nsets));
     }
     for (unsigned i = 0; i < st->nloops; i++)
         st->loops[i].set = &st->sets[i % st->nsets];
