@@ -11,7 +11,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 
 BUILD = os.environ.get("BUILD", "build")
 BEARER = "hostile-token-0123456789abcdef"
