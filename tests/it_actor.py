@@ -343,6 +343,7 @@ def test_sigterm(tap, label, srv):
         t.stop = True
     if rc is None:
         srv.kill()
+    srv._thread.join(2)  # the last of stderr (sanitizer reports) is read
     tap.ok(rc == 0 and dt < 2.0,
            "%s: SIGTERM under load (%d rounds done) exits 0 in %.2f s" % (label, done, dt),
            "rc %r after %.2f s\n%s" % (rc, dt, "\n".join(srv.log[-5:])))
