@@ -26,15 +26,16 @@ A run whose validity flags are bad in either batch (not saturated, loadgen-bound
 held, errors) is noted: its figures may not mean what they say.
 
 Noise: a change is flagged IMPROVED or REGRESSED only when |B/A - 1| exceeds the threshold
-of its metric class; otherwise "within noise". The defaults are the largest spread seen
-between repeated --smoke batches of one unchanged tree on the 2-CPU development host
-(SPEC.md, "Comparing batches"), rounded up:
+of its metric class; otherwise "within noise". The defaults are the 90th percentile of the
+spread between three --smoke batches of one unchanged tree on the shared 2-CPU development
+host (SPEC.md section 13), rounded up:
 USAGE
     "$PYTHON" "$ROOT/runner/compare.py" --defaults
     cat <<'USAGE'
-They are smoke-mode figures on a shared host, so generous; for --quick or full batches
-on a quiet host, measure two batches of the same commit and set the variables from the
-spread compare.sh prints between them.
+Smoke windows are 1-2 s on a shared host, so these are wide: on smoke batches only gross
+changes are flagged. For --quick or full batches, run the same commit twice, run
+NOISE_RPS_PCT=0 NOISE_LATENCY_PCT=0 NOISE_CPU_PCT=0 NOISE_HANDLER_PCT=0 NOISE_RSS_PCT=0
+runner/compare.sh on the two, and set the variables from the spread it prints.
 Exit status: 0 compared, 1 an index.json could not be read, 2 usage (bad arguments, a
 folder without index.json, a bad NOISE_* value).
 USAGE

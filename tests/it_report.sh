@@ -265,7 +265,7 @@ is "compare.sh with one batch exits 2" "$(rc_of "$ROOT/runner/compare.sh" "$FIX/
 is "compare.sh on a folder without index.json exits 2" "$(rc_of "$ROOT/runner/compare.sh" "$FIX/A" "$TMP/empty")" 2
 is "compare.sh with a bad NOISE_RPS_PCT exits 2" "$(NOISE_RPS_PCT=abc rc_of "$ROOT/runner/compare.sh" "$FIX/A" "$FIX/B")" 2
 "$ROOT/runner/compare.sh" "$FIX/A" "$FIX/B" >"$TMP/cmp.txt"
-NOISE_RPS_PCT=5 "$ROOT/runner/compare.sh" "$FIX/A" "$FIX/B" >"$TMP/cmp5.txt"
+NOISE_RPS_PCT=5 NOISE_CPU_PCT=25 "$ROOT/runner/compare.sh" "$FIX/A" "$FIX/B" >"$TMP/cmp5.txt"
 "$ROOT/runner/compare.sh" "$FIX/B" "$FIX/A" >"$TMP/cmp-rev.txt"
 mapfile -t runs < <(jq -r '.runs[], .equal_load_runs[] | .run' "$FIX/A/index.json")
 is "compare: one block per run (8 in both, 1 only in B)" "$(grep -c '^run ' "$TMP/cmp.txt")" 9
@@ -281,8 +281,10 @@ is "compare: p99 +12.0% is higher (worse), every run" \
     "$(grep -c "B's p99 is 12.0% higher (worse) than A's" "$TMP/cmp.txt")" 8
 is "compare: p99.9 -50.0% is lower (better), every run" \
     "$(grep -c "B's p99.9 is 50.0% lower (better) than A's" "$TMP/cmp.txt")" 8
-is "compare: req/CPU-s +50.0% is higher (better) and IMPROVED" \
-    "$(grep -c "B's req/CPU-s is 50.0% higher (better) than A's *IMPROVED" "$TMP/cmp.txt")" 8
+is "compare: req/CPU-s +50.0% is higher (better), within the default noise" \
+    "$(grep -c "B's req/CPU-s is 50.0% higher (better) than A's *within noise (+/-100%)" "$TMP/cmp.txt")" 8
+is "compare: req/CPU-s +50.0% beyond NOISE_CPU_PCT=25 is IMPROVED" \
+    "$(grep -c "B's req/CPU-s is 50.0% higher (better) than A's *IMPROVED (beyond +/-25% noise)" "$TMP/cmp5.txt")" 8
 is "compare: server CPU -10.0% is lower (better)" \
     "$(grep -c "B's server CPU is 10.0% lower (better) than A's" "$TMP/cmp.txt")" 8
 is "compare: handler p99 x3 is higher (worse) and REGRESSED" \
