@@ -296,6 +296,7 @@ is "compare: swapped batches say faster (+7.6%)" \
 is "compare: swapped batches say p99 lower (better)" \
     "$(grep -c "B's p99 is 10.7% lower (better) than A's" "$TMP/cmp-rev.txt")" 8
 has "compare: flagged runs are noted" "$TMP/cmp.txt" "note: A's run is flagged (not saturated)"
+# shellcheck disable=SC2016  # the literal text of run_all.sh
 ok "run_all.sh renders the report after the summary" grep -q 'runner/report.sh" "$batch_dir"' "$ROOT/run_all.sh"
 
 echo "1..$n"
