@@ -1,7 +1,8 @@
 /* store_memory: the in-memory users store. Ids are dense (1..count, never deleted), so
- * the "hash map by id" is the identity hash: users[id - 1] in one growable array, which
- * also is the id-ordered index for listing. get is O(1), list O(limit), create amortised
- * O(1). Not thread-safe; the array may move when it grows, so results are copied out. */
+ * the "hash map by id" is the identity hash: slots[id - 1] in one growable array, which
+ * also is the id-ordered index for listing; names and emails live back to back in one
+ * arena. get is O(1), list O(limit), create amortised O(1). Not thread-safe; the arrays
+ * may move when they grow, so results are copied out. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,10 +11,20 @@
 #include "store_impl.h"
 #include "util.h"
 
+/* One user's place in the arena: name bytes, then email bytes. 16 bytes per user
+ * instead of a 208-byte struct user, so a store grown by a long POST-heavy run stays
+ * small (about 16 + name + email bytes per user). */
+struct slot {
+    uint64_t off;
+    uint8_t name_len;
+    uint8_t email_len;
+};
+
 struct memory_store {
     struct store base; /* base.count == number of users == highest id */
-    struct user *users; /* users[i].id == i + 1 */
+    struct slot *slots; /* slots[i] is user i + 1 */
     uint64_t cap;
+    struct buf arena;   /* names and emails, back to back */
 };
 
 static void memory_reserve(struct memory_store *m, uint64_t need)
@@ -23,8 +34,34 @@ static void memory_reserve(struct memory_store *m, uint64_t need)
     uint64_t cap = m->cap ? m->cap : 1024;
     while (cap < need)
         cap *= 2;
-    m->users = xrealloc(m->users, cap * sizeof *m->users);
+    m->slots = xrealloc(m->slots, cap * sizeof *m->slots);
     m->cap = cap;
+}
+
+static void memory_append(struct memory_store *m, const struct user *u)
+{
+    uint64_t id = m->base.count + 1;
+    memory_reserve(m, id);
+    struct slot *sl = &m->slots[id - 1];
+    sl->off = m->arena.len;
+    sl->name_len = u->name_len;
+    sl->email_len = u->email_len;
+    buf_append(&m->arena, u->name, u->name_len);
+    buf_append(&m->arena, u->email, u->email_len);
+    m->base.count = id;
+}
+
+static void memory_copy_out(const struct memory_store *m, uint64_t id, struct user *out)
+{
+    const struct slot *sl = &m->slots[id - 1];
+    const char *p = m->arena.data + sl->off;
+    out->id = id;
+    out->name_len = sl->name_len;
+    out->email_len = sl->email_len;
+    memcpy(out->name, p, sl->name_len);
+    out->name[sl->name_len] = '\0';
+    memcpy(out->email, p + sl->name_len, sl->email_len);
+    out->email[sl->email_len] = '\0';
 }
 
 int store_memory_open(const struct store_options *opt, struct store **out, char *err,
@@ -35,11 +72,12 @@ int store_memory_open(const struct store_options *opt, struct store **out, char 
     struct memory_store *m = xcalloc(1, sizeof *m);
     m->base.kind = STORE_MEMORY;
     memory_reserve(m, opt->seed_users);
+    buf_reserve(&m->arena, opt->seed_users * 32);
+    struct user u;
     for (uint64_t i = 0; i < opt->seed_users; i++) {
-        m->users[i].id = i + 1;
-        store_seed_user(i + 1, &m->users[i]);
+        store_seed_user(i + 1, &u);
+        memory_append(m, &u);
     }
-    m->base.count = opt->seed_users;
     *out = &m->base;
     return 0;
 }
@@ -47,7 +85,8 @@ int store_memory_open(const struct store_options *opt, struct store **out, char 
 void store_memory_close(struct store *s)
 {
     struct memory_store *m = (struct memory_store *)s;
-    free(m->users);
+    free(m->slots);
+    buf_free(&m->arena);
     free(m);
 }
 
@@ -56,7 +95,7 @@ int store_memory_get(struct store *s, uint64_t id, struct user *out)
     struct memory_store *m = (struct memory_store *)s;
     if (id - 1 >= m->base.count) /* id 0 wraps to UINT64_MAX */
         return -ENOENT;
-    *out = m->users[id - 1];
+    memory_copy_out(m, id, out);
     return 0;
 }
 
@@ -72,7 +111,8 @@ int store_memory_list(struct store *s, uint64_t after, unsigned limit, struct us
     }
     uint64_t avail = total - after;
     unsigned n = avail < limit ? (unsigned)avail : limit;
-    memcpy(out, &m->users[after], (size_t)n * sizeof *out);
+    for (unsigned i = 0; i < n; i++)
+        memory_copy_out(m, after + 1 + i, &out[i]);
     *count = n;
     *has_more = avail > n;
     return 0;
@@ -81,19 +121,9 @@ int store_memory_list(struct store *s, uint64_t after, unsigned limit, struct us
 int store_memory_create_batch(struct store *s, struct user *in, size_t n)
 {
     struct memory_store *m = (struct memory_store *)s;
-    memory_reserve(m, m->base.count + n);
     for (size_t i = 0; i < n; i++) {
-        uint64_t id = m->base.count + 1;
-        struct user *u = &m->users[id - 1];
-        in[i].id = id;
-        u->id = id;
-        u->name_len = in[i].name_len;
-        u->email_len = in[i].email_len;
-        memcpy(u->name, in[i].name, u->name_len);
-        u->name[u->name_len] = '\0';
-        memcpy(u->email, in[i].email, u->email_len);
-        u->email[u->email_len] = '\0';
-        m->base.count = id;
+        memory_append(m, &in[i]);
+        in[i].id = m->base.count;
     }
     return 0;
 }
