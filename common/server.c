@@ -13,6 +13,7 @@
 
 #define READ_BUF_SIZE (64 * 1024)
 #define POOL_KEEP 1024         /* free requests kept per loop */
+#define POOL_KEEP_LIST 64      /* of which with a list-result array */
 #define LINGER_MS 2000         /* read-and-discard after an error response */
 #define SWEEP_MS 250
 #define OUT_HIGH (256 * 1024) /* unwritten response bytes before reading pauses */
@@ -120,6 +121,10 @@ static void pool_put(struct server_loop *l, struct request *req)
     if (l->pool_len >= POOL_KEEP) {
         request_free(req);
         return;
+    }
+    if (req->users != NULL && l->pool_len >= POOL_KEEP_LIST) {
+        free(req->users); /* list results are 20 KiB: keep only a few */
+        req->users = NULL;
     }
     req->next = l->pool;
     l->pool = req;
