@@ -31,29 +31,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-n=0 failed=0
-# ok NAME CMD...: one TAP line for whether CMD succeeds.
-ok() {
-    local name=$1
-    shift
-    n=$((n + 1))
-    if "$@"; then
-        echo "ok $n - $name"
-    else
-        echo "not ok $n - $name"
-        failed=$((failed + 1))
-    fi
-}
-# is NAME GOT WANT: equality, printing both values on failure.
-is() {
-    n=$((n + 1))
-    if [[ "$2" == "$3" ]]; then
-        echo "ok $n - $1"
-    else
-        echo "not ok $n - $1: got '$2', want '$3'"
-        failed=$((failed + 1))
-    fi
-}
+# shellcheck source=tests/lib/tap.sh
+. "$ROOT/tests/lib/tap.sh"
 rc_of() { local rc=0; "$@" >/dev/null 2>&1 || rc=$?; echo "$rc"; }
 # has NAME FILE TEXT: FILE holds the fixed string TEXT.
 has() { ok "$1" grep -qF -- "$3" "$2"; }
@@ -299,5 +278,4 @@ has "compare: flagged runs are noted" "$TMP/cmp.txt" "note: A's run is flagged (
 # shellcheck disable=SC2016  # the literal text of run_all.sh
 ok "run_all.sh renders the report after the summary" grep -q 'runner/report.sh" "$batch_dir"' "$ROOT/run_all.sh"
 
-echo "1..$n"
-exit $(( failed > 0 ))
+tap_finish

@@ -42,29 +42,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-n=0 failed=0
-# ok NAME CMD...: one TAP line for whether CMD succeeds.
-ok() {
-    local name=$1
-    shift
-    n=$((n + 1))
-    if "$@"; then
-        echo "ok $n - $name"
-    else
-        echo "not ok $n - $name"
-        failed=$((failed + 1))
-    fi
-}
-# is NAME GOT WANT: equality, printing both values on failure.
-is() {
-    n=$((n + 1))
-    if [[ "$2" == "$3" ]]; then
-        echo "ok $n - $1"
-    else
-        echo "not ok $n - $1: got '$2', want '$3'"
-        failed=$((failed + 1))
-    fi
-}
+# shellcheck source=tests/lib/tap.sh
+. "$ROOT/tests/lib/tap.sh"
 
 # ---- parsing on fixtures --------------------------------------------------------------
 is "stat: utime+stime after the last ')' of a comm with spaces and ')'" \
@@ -266,5 +245,4 @@ jqok "verdict: a failed run makes its scenario ERROR and the overall INCOMPLETE"
     '.scenarios[1].verdict == "ERROR" and .verdict.overall == "INCOMPLETE" and (.failures | length) == 1'
 ok "summary.md lists the failure" grep -q 'actor-mem-s2: test failure' "$fake/summary.md"
 
-echo "1..$n"
-exit $(( failed > 0 ))
+tap_finish
