@@ -1,4 +1,4 @@
-#!/usr/bin/env bash
+# shellcheck shell=bash
 # tap.sh: TAP helpers shared by the bash integration tests (sourced, never run; tests/run.sh
 # only runs tests/it_* files). Keeps the counters n (tests so far) and failed (failures so far)
 # in the sourcing shell; tap_finish prints the plan and exits non-zero if anything failed.
