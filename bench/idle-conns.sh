@@ -12,6 +12,9 @@ TARGET_MB=${TARGET_MB:-128}    # VmHWM target with N idle connections
 SETTLE_S=${SETTLE_S:-1}        # wait after the last connection before reading memory
 OUT=${OUT:-$BUILD/bench/idle-conns-latest.json}
 
+# shellcheck source=bench/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
 usage() {
     cat <<EOF
 usage: bench/idle-conns.sh SERVER [N]
@@ -45,15 +48,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d)
 pids=()
 # shellcheck disable=SC2317 # invoked by the trap
-cleanup() {
-    for p in "${pids[@]}"; do
-        kill "$p" 2>/dev/null || true
-    done
-    for p in "${pids[@]}"; do
-        wait "$p" 2>/dev/null || true
-    done
-    rm -rf "$tmp"
-}
+cleanup() { bench_stop "${pids[@]}"; rm -rf "$tmp"; }
 trap cleanup EXIT
 
 status_kb() { sed -n "s/^$2:[[:space:]]*\([0-9]*\) kB/\1/p" "/proc/$1/status"; }

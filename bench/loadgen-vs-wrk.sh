@@ -25,26 +25,20 @@ SERVER ($SERVER: nginx|async), LOADGEN_CPU ($LOADGEN_CPU), SERVER_CPU ($SERVER_C
 LOADGEN ($LOADGEN), ASYNC_SERVER ($ASYNC_SERVER), WRK ($WRK).
 USAGE
 }
-if [[ $# -gt 0 ]]; then
-    case "$1" in
-        -h|--help) usage; exit 0 ;;
-        *) usage >&2; exit 2 ;;
-    esac
-fi
+# shellcheck source=bench/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+bench_help_only "$@"
 
 cd "$(dirname "$0")/.."
 TMP=$(mktemp -d)
 SERVER_PID=""
 cleanup() {
-    if [[ -n "$SERVER_PID" ]]; then
-        kill "$SERVER_PID" 2>/dev/null || true
-        wait "$SERVER_PID" 2>/dev/null || true
-    fi
+    if [[ -n "$SERVER_PID" ]]; then bench_stop "$SERVER_PID"; fi
     rm -rf "$TMP"
 }
 trap cleanup EXIT
 
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+PORT=$(bench_free_port)
 if [[ "$SERVER" == nginx ]]; then
     mkdir -p "$TMP/logs"
     cat >"$TMP/nginx.conf" <<NGINX

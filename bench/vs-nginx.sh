@@ -20,6 +20,9 @@ LOADGEN=${LOADGEN:-auto}        # auto (build/loadgen if built, else wrk), loadg
 PIPELINE=${PIPELINE:-1}         # requests in flight per connection (loadgen only)
 OUT=${OUT:-$BUILD/bench/vs-nginx-latest.json}
 
+# shellcheck source=bench/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
 usage() {
     cat <<EOF
 usage: bench/vs-nginx.sh [--help]
@@ -60,21 +63,10 @@ esac
 tmp=$(mktemp -d)
 pids=()
 # shellcheck disable=SC2317 # invoked by the trap
-cleanup() {
-    for p in "${pids[@]}"; do
-        kill "$p" 2>/dev/null || true
-    done
-    for p in "${pids[@]}"; do
-        wait "$p" 2>/dev/null || true
-    done
-    rm -rf "$tmp"
-}
+cleanup() { bench_stop "${pids[@]}"; rm -rf "$tmp"; }
 trap cleanup EXIT
 
 tck=$(getconf CLK_TCK)
-free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
 # utime + stime of a process, in clock ticks (fields 14 and 15 of /proc/PID/stat)
 cpu_ticks() {
     local stat
@@ -131,11 +123,6 @@ measure() {
         "$tmp/$name.json" >>"$tmp/results.jsonl"
 }
 
-stop_pid() {
-    kill "$1" 2>/dev/null || true
-    wait "$1" 2>/dev/null || true
-}
-
 loadavg=$(cut -d' ' -f1-3 /proc/loadavg) # other work on the machine, before we start
 
 # --- async-server (and actor-server) ---
@@ -143,14 +130,14 @@ run_ours() {
     local name=$1
     shift
     local port pid
-    port=$(free_port)
+    port=$(bench_free_port)
     taskset -c "$SERVER_CPU" "$BUILD/$name" --threads 1 --port "$port" "$@" \
         2>"$tmp/$name.log" &
     pid=$!
     pids+=("$pid")
     wait_port "$port"
     measure "$name" "$pid" "$port"
-    stop_pid "$pid"
+    bench_stop "$pid"
 }
 run_ours async-server
 if [ "$ACTOR" = 1 ]; then
@@ -158,7 +145,7 @@ if [ "$ACTOR" = 1 ]; then
 fi
 
 # --- nginx, own prefix ---
-port=$(free_port)
+port=$(bench_free_port)
 mkdir -p "$tmp/nginx/logs"
 cat >"$tmp/nginx/nginx.conf" <<EOF
 worker_processes 1;
@@ -193,7 +180,7 @@ for _ in $(seq 1 50); do
 done
 [ -n "$worker" ] || { echo "vs-nginx.sh: no nginx worker under pid $master" >&2; exit 1; }
 measure nginx "$worker" "$port"
-stop_pid "$master"
+bench_stop "$master"
 
 # --- report ---
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)

@@ -26,22 +26,14 @@ ASYNC_SERVER ($ASYNC_SERVER), WRK ($WRK), STALL_MS, CO_RATE, CO_SECS, CO_CONNS, 
 RATE_SECS.
 USAGE
 }
-if [[ $# -gt 0 ]]; then
-    case "$1" in
-        -h|--help) usage; exit 0 ;;
-        *) usage >&2; exit 2 ;;
-    esac
-fi
+# shellcheck source=bench/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../bench/lib.sh"
+bench_help_only "$@"
 
 cd "$(dirname "$0")/.."
 TMP=$(mktemp -d)
 PIDS=()
-cleanup() {
-    local p
-    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-    for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
-    rm -rf "$TMP"
-}
+cleanup() { bench_stop "${PIDS[@]}"; rm -rf "$TMP"; }
 trap cleanup EXIT
 
 N=0
@@ -98,7 +90,7 @@ rc=0; "$LOADGEN" --url http://127.0.0.1:1 --mix "$TMP/bad.mix" 2>"$TMP/err" || r
 check "bad mix line exits 2 and names line 3 ($(head -c 120 "$TMP/err"))" \
     bash -c "[[ $rc -eq 2 ]] && grep -q 'line 3' '$TMP/err'"
 # A port nobody listens on: bind one, note it, close it.
-dead_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+dead_port=$(bench_free_port)
 rc=0; "$LOADGEN" --url "http://127.0.0.1:$dead_port" --duration 1 --connections 2 --quiet \
     2>"$TMP/err" || rc=$?
 check "nothing listening: exit 1 ($(head -c 100 "$TMP/err"))" test "$rc" -eq 1
@@ -203,7 +195,7 @@ fidelity() { # fidelity NAME BEFORE AFTER
     check "$name: routes user_get/user_list/user_create $msg within 1 point of 80/15/5" test "$rc" -eq 0
 }
 if [[ -x "$ASYNC_SERVER" ]]; then
-    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    port=$(bench_free_port)
     BEARER_TOKEN="it-loadgen-token-bbbbbbbbbbbbbbbb"
     "$ASYNC_SERVER" --store=memory --host 127.0.0.1 --port "$port" --threads 1 \
         --seed-users 10000 --bearer "$BEARER_TOKEN" >"$TMP/async.log" 2>&1 &
