@@ -4,6 +4,21 @@
 # Sourced, never executed; defines functions only (no state, no traps).
 # Invariant: every function either succeeds or returns non-zero; none exits the caller.
 
+# batch_dir_arg TAG ARGS...: the one results/<batch> argument of a batch tool (report.sh,
+# summarize.sh), printed without its trailing '/'. Returns 2 when ARGS is not exactly one
+# non-empty argument (after printing the caller's usage() on stderr) or when that folder does
+# not exist (saying so on stderr, prefixed with TAG). The caller handles --help first.
+batch_dir_arg() {
+    local tag=$1
+    shift
+    if [[ $# -ne 1 || -z "$1" ]]; then
+        usage >&2
+        return 2
+    fi
+    [[ -d "${1%/}" ]] || { echo "$tag: no such batch folder '${1%/}'" >&2; return 2; }
+    echo "${1%/}"
+}
+
 # log_info MSG...: one progress line on stderr, prefixed with the caller's tag
 # ($LOG_TAG), and appended to $LOG_FILE when that is set.
 log_info() {

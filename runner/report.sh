@@ -10,6 +10,9 @@ GNUPLOT="${GNUPLOT:-gnuplot}"       # the gnuplot binary (svg terminal)
 PYTHON="${PYTHON:-python3}"
 REPORT_OUT="${REPORT_OUT:-}"        # default: results/<batch>/report.html
 
+# shellcheck source=runner/lib.sh
+. "$ROOT/runner/lib.sh"
+
 usage() {
     cat <<USAGE
 usage: runner/report.sh [--help] results/<batch>
@@ -24,11 +27,8 @@ USAGE
 
 case "${1:-}" in
     -h|--help) usage; exit 0 ;;
-    "") usage >&2; exit 2 ;;
 esac
-[[ $# -eq 1 ]] || { usage >&2; exit 2; }
-batch_dir=${1%/}
-[[ -d "$batch_dir" ]] || { echo "report.sh: no such batch folder '$batch_dir'" >&2; exit 2; }
+batch_dir=$(batch_dir_arg report.sh "$@") || exit 2
 [[ -f "$batch_dir/index.json" ]] || {
     echo "report.sh: $batch_dir/index.json missing (run runner/summarize.sh $batch_dir first)" >&2
     exit 2

@@ -7,6 +7,9 @@ set -euo pipefail
 
 TARGET_RATIO="${TARGET_RATIO:-}"    # default: matrix.json's target_ratio, else 0.5
 
+# shellcheck source=runner/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
 usage() {
     cat <<USAGE
 usage: runner/summarize.sh [--help] results/<batch>
@@ -18,11 +21,8 @@ USAGE
 
 case "${1:-}" in
     -h|--help) usage; exit 0 ;;
-    "") usage >&2; exit 2 ;;
 esac
-[[ $# -eq 1 ]] || { usage >&2; exit 2; }
-batch_dir=${1%/}
-[[ -d "$batch_dir" ]] || { echo "summarize.sh: no such batch folder '$batch_dir'" >&2; exit 2; }
+batch_dir=$(batch_dir_arg summarize.sh "$@") || exit 2
 
 matrix='{}'
 if [[ -f "$batch_dir/matrix.json" ]]; then
