@@ -72,6 +72,10 @@ TEST_BINS  := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 HELPER_SRC := $(sort $(wildcard tests/helpers/*.c))
 HELPER_BINS := $(HELPER_SRC:tests/helpers/%.c=$(BUILD)/tests/helpers/%)
 
+# Keep the objects of test programs (otherwise make deletes them as intermediates and
+# relinks every time).
+.SECONDARY:
+
 .PHONY: all deps test check-tsan check-asan clean bench-micro fuzz
 all: deps $(BINS) $(TEST_BINS) $(HELPER_BINS)
 
