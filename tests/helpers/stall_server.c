@@ -12,6 +12,7 @@
 #include <time.h>
 #include <uv.h>
 
+#include "helper_server.h"
 #include "util.h"
 
 static const char RESPONSE[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
@@ -150,24 +151,11 @@ int main(int argc, char **argv)
     s.loop = uv_default_loop();
     llhttp_settings_init(&s.settings);
     s.settings.on_message_complete = on_message_complete;
-    struct sockaddr_in addr;
-    uv_ip4_addr("127.0.0.1", (int)port, &addr);
-    uv_tcp_init(s.loop, &s.listener);
-    s.listener.data = &s;
-    int rc = uv_tcp_bind(&s.listener, (const struct sockaddr *)&addr, 0);
-    if (rc == 0)
-        rc = uv_listen((uv_stream_t *)&s.listener, 1024, on_connection);
+    int rc = helper_listen(s.loop, &s.listener, &s, port, on_connection);
     if (rc < 0) {
         fprintf(stderr, "stall_server: listen: %s\n", uv_strerror(rc));
         return 1;
     }
-    struct sockaddr_storage bound;
-    int len = sizeof bound;
-    uv_tcp_getsockname(&s.listener, (struct sockaddr *)&bound, &len);
-    printf("port %u\n", ntohs(((struct sockaddr_in *)&bound)->sin_port));
-    fflush(stdout);
-    uv_signal_init(s.loop, &s.sigterm);
-    s.sigterm.data = &s;
-    uv_signal_start(&s.sigterm, on_sigterm, SIGTERM);
+    helper_signal(s.loop, &s.sigterm, &s, on_sigterm, SIGTERM);
     return uv_run(s.loop, UV_RUN_DEFAULT);
 }
