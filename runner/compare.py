@@ -20,17 +20,27 @@ METRICS = [
     ("handler_p99_us", "handler p99", "lower", "us", 0, "handler"),
     ("server_rss_mb", "peak RSS", "lower", "MiB", 1, "rss"),
 ]
-# Noise thresholds (percent): the 90th percentile of |B/A - 1| between three --smoke batches
-# of one unchanged tree (SPEC.md section 13), rounded up.
-NOISE_DEFAULT = {"rps": 100.0, "latency": 1900.0, "cpu": 100.0, "handler": 100.0, "rss": 35.0}
+# Noise thresholds (percent) per batch mode, from repeated batches of unchanged code
+# (SPEC.md section 13): smoke, the 90th percentile of |B/A - 1| over three --smoke batches on
+# a loaded host; quick (also used for full batches, whose longer windows are quieter), the
+# largest |B/A - 1| between two --quick batches on a quiet host, rounded up.
+NOISE_BY_MODE = {
+    "smoke": {"rps": 100.0, "latency": 1900.0, "cpu": 100.0, "handler": 100.0, "rss": 35.0},
+    "quick": {"rps": 20.0, "latency": 900.0, "cpu": 20.0, "handler": 70.0, "rss": 20.0},
+}
+NOISE_BY_MODE["full"] = NOISE_BY_MODE["quick"]
+NOISE_DEFAULT = NOISE_BY_MODE["smoke"]
 NOISE_ENV = {"rps": "NOISE_RPS_PCT", "latency": "NOISE_LATENCY_PCT", "cpu": "NOISE_CPU_PCT",
              "handler": "NOISE_HANDLER_PCT", "rss": "NOISE_RSS_PCT"}
 
 
-def noise_thresholds():
-    """The per-class thresholds, environment overrides applied. Raises ValueError."""
+def noise_thresholds(mode_a=None, mode_b=None):
+    """The per-class thresholds for two batches' modes (the smoke ones, the widest, unless
+    both batches have the same known mode), environment overrides applied. Raises
+    ValueError."""
+    base = NOISE_BY_MODE.get(mode_a, NOISE_DEFAULT) if mode_a == mode_b else NOISE_DEFAULT
     out = {}
-    for cls, default in NOISE_DEFAULT.items():
+    for cls, default in base.items():
         raw = os.environ.get(NOISE_ENV[cls], "")
         value = float(raw) if raw else default
         if not value >= 0:
@@ -124,13 +134,15 @@ NOISE_WHAT = {"rps": "saturation req/s", "latency": "p50, p99, p99.9", "cpu": "r
 def main(argv):
     if argv[1:] == ["--defaults"]:
         for cls, value in NOISE_DEFAULT.items():
-            print(f"  {NOISE_ENV[cls]:<18} {NOISE_WHAT[cls]:<24} (default {value:g}%)")
+            quick = NOISE_BY_MODE["quick"][cls]
+            print(f"  {NOISE_ENV[cls]:<18} {NOISE_WHAT[cls]:<24} (default {value:g}% for smoke "
+                  f"batches, {quick:g}% for quick and full)")
         return 0
     if len(argv) != 3:
         print("usage: compare.py A_DIR B_DIR", file=sys.stderr)
         return 2
     try:
-        noise = noise_thresholds()
+        noise_thresholds()  # bad NOISE_* values are usage errors, whatever the batches
     except ValueError as err:
         print(f"compare.sh: {err}", file=sys.stderr)
         return 2
@@ -140,6 +152,7 @@ def main(argv):
     except (OSError, ValueError) as err:
         print(f"compare.sh: {err}", file=sys.stderr)
         return 1
+    noise = noise_thresholds(ia.get("mode"), ib.get("mode"))
     print(describe("A", ia))
     print(describe("B", ib))
     if ia.get("mode") != ib.get("mode"):

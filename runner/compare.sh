@@ -26,14 +26,14 @@ A run whose validity flags are bad in either batch (not saturated, loadgen-bound
 held, errors) is noted: its figures may not mean what they say.
 
 Noise: a change is flagged IMPROVED or REGRESSED only when |B/A - 1| exceeds the threshold
-of its metric class; otherwise "within noise". The defaults are the 90th percentile of the
-spread between three --smoke batches of one unchanged tree on the shared 2-CPU development
-host (SPEC.md section 13), rounded up:
+of its metric class; otherwise "within noise". The defaults depend on the batches' mode
+(both the same; else the smoke ones): the spread measured between repeated batches of
+unchanged code on the 2-CPU development host (SPEC.md section 13), rounded up:
 USAGE
     "$PYTHON" "$ROOT/runner/compare.py" --defaults
     cat <<'USAGE'
-Smoke windows are 1-2 s on a shared host, so these are wide: on smoke batches only gross
-changes are flagged. For --quick or full batches, run the same commit twice, run
+Smoke windows are 1-2 s on a shared host, so those are wide: on smoke batches only gross
+changes are flagged. On another host, run the same commit twice, run
 NOISE_RPS_PCT=0 NOISE_LATENCY_PCT=0 NOISE_CPU_PCT=0 NOISE_HANDLER_PCT=0 NOISE_RSS_PCT=0
 runner/compare.sh on the two, and set the variables from the spread it prints.
 Exit status: 0 compared, 1 an index.json could not be read, 2 usage (bad arguments, a

@@ -264,6 +264,19 @@ is "compare: req/CPU-s +50.0% is higher (better), within the default noise" \
     "$(grep -c "B's req/CPU-s is 50.0% higher (better) than A's *within noise (+/-100%)" "$TMP/cmp.txt")" 8
 is "compare: req/CPU-s +50.0% beyond NOISE_CPU_PCT=25 is IMPROVED" \
     "$(grep -c "B's req/CPU-s is 50.0% higher (better) than A's *IMPROVED (beyond +/-25% noise)" "$TMP/cmp5.txt")" 8
+# quick batches get the quick-mode thresholds (rps and cpu 20%); mixed modes the smoke ones
+for side in A B; do
+    mkdir -p "$TMP/quick/$side"
+    jq '.mode = "quick"' "$FIX/$side/index.json" >"$TMP/quick/$side/index.json"
+done
+"$ROOT/runner/compare.sh" "$TMP/quick/A" "$TMP/quick/B" >"$TMP/cmp-quick.txt"
+is "compare: quick batches, req/CPU-s +50.0% beyond the 20% quick threshold is IMPROVED" \
+    "$(grep -c "B's req/CPU-s is 50.0% higher (better) than A's *IMPROVED (beyond +/-20% noise)" "$TMP/cmp-quick.txt")" 8
+is "compare: quick batches, saturation -7.1% is within the 20% quick threshold" \
+    "$(grep -c 'B is 7.1% slower than A (saturation req/s) *within noise (+/-20%)' "$TMP/cmp-quick.txt")" 4
+"$ROOT/runner/compare.sh" "$TMP/quick/A" "$FIX/B" >"$TMP/cmp-mixed.txt"
+is "compare: a quick and a smoke batch use the wider smoke thresholds" \
+    "$(grep -c "B's req/CPU-s is 50.0% higher (better) than A's *within noise (+/-100%)" "$TMP/cmp-mixed.txt")" 8
 is "compare: server CPU -10.0% is lower (better)" \
     "$(grep -c "B's server CPU is 10.0% lower (better) than A's" "$TMP/cmp.txt")" 8
 is "compare: handler p99 x3 is higher (worse) and REGRESSED" \
