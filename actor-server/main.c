@@ -66,25 +66,27 @@ static struct actor_loop *loop_of(struct request *req)
     return req->user_data;
 }
 
-/* Hands req back to its loop with a 503; the inbox has room by construction. */
-static void reject_overload(struct request *req)
+/* The answer to a request that found a mailbox full or its loop over the cap. */
+static void set_overloaded(struct request *req)
 {
     http_error_response(&req->resp, 503, "overloaded");
     req->resp.flags |= RESP_RETRY_AFTER;
-    if (actor_send(loop_of(req)->inbox, req) != 0)
-        panic("actor-server: inbox full despite the in-flight cap");
 }
 
-static void forward(struct actor *to, struct request *req)
-{
-    if (actor_send(to, req) != 0)
-        reject_overload(req);
-}
-
+/* Hands req back to its loop; the inbox has room by construction (the in-flight cap). */
 static void reply(struct request *req)
 {
     if (actor_send(loop_of(req)->inbox, req) != 0)
         panic("actor-server: inbox full despite the in-flight cap");
+}
+
+/* Sends req on to the next actor, or back to its loop with a 503 when that is full. */
+static void forward(struct actor *to, struct request *req)
+{
+    if (actor_send(to, req) != 0) {
+        set_overloaded(req);
+        reply(req);
+    }
 }
 
 static void router_fn(struct actor *self, void *msg)
@@ -177,8 +179,7 @@ static void on_request(struct server_loop *l, struct request *req, void *arg)
     struct actor_loop *al = server_loop_data(l);
     req->user_data = al;
     if (al->inflight >= INFLIGHT_MAX || actor_send(al->set->router, req) != 0) {
-        http_error_response(&req->resp, 503, "overloaded");
-        req->resp.flags |= RESP_RETRY_AFTER;
+        set_overloaded(req);
         counter_inc(&server_loop_metrics(l)->overload_rejections);
         server_respond(l, req);
         return;

@@ -124,6 +124,20 @@ static void *sched_thread_main(void *arg)
     return NULL;
 }
 
+/* uv kind: runs up to `budget` actors from the run queue. Returns false when an actor
+ * stopped this scheduler meanwhile (no more sends or wake-ups then). Loop thread. */
+static bool sched_run_budget(struct sched *s, unsigned budget)
+{
+    struct actor *a;
+
+    while (budget-- > 0 && mailbox_pop(&s->runq, (void **)&a) == 0) {
+        sched_run_one(s, a);
+        if (atomic_load_explicit(&s->idle, memory_order_relaxed) == STOPPED)
+            return false;
+    }
+    return true;
+}
+
 /* uv kind: runs the actors that were runnable on entry (one batch each), then yields to
  * the loop's I/O; asks for another turn while work remains. Loop thread. */
 static void sched_async_cb(uv_async_t *handle)
@@ -134,14 +148,8 @@ static void sched_async_cb(uv_async_t *handle)
     unsigned budget = atomic_load_explicit(&s->bound, memory_order_relaxed)
                           ? SCHED_DRAIN_BUDGET
                           : mailbox_depth(&s->runq);
-    struct actor *a;
-
-    while (budget-- > 0 && mailbox_pop(&s->runq, (void **)&a) == 0) {
-        sched_run_one(s, a);
-        /* An actor may have stopped this scheduler (loop thread): no more sends. */
-        if (atomic_load_explicit(&s->idle, memory_order_relaxed) == STOPPED)
-            return;
-    }
+    if (!sched_run_budget(s, budget))
+        return;
     if (mailbox_depth(&s->runq) != 0) {
         uv_async_send(&s->async);
         return;
@@ -169,14 +177,8 @@ static void sched_prepare_close_cb(uv_handle_t *handle)
 
 void sched_uv_drain(struct sched *s)
 {
-    struct actor *a;
-    unsigned budget = SCHED_DRAIN_BUDGET;
-
-    while (budget-- > 0 && mailbox_pop(&s->runq, (void **)&a) == 0) {
-        sched_run_one(s, a);
-        if (atomic_load_explicit(&s->idle, memory_order_relaxed) == STOPPED)
-            return;
-    }
+    if (!sched_run_budget(s, SCHED_DRAIN_BUDGET))
+        return;
     /* Work left over (budget spent): make sure the loop comes back for it. */
     if (mailbox_depth(&s->runq) != 0)
         uv_async_send(&s->async);
