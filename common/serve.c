@@ -75,13 +75,18 @@ int serve_main(int argc, char **argv, const struct serve_arch *arch)
     ctx->registry.store_users = &ctx->app.store_users;
 
     /* acquire: the architecture */
-    if (arch->init != NULL && arch->init(ctx) != 0)
-        goto out_server;
+    int arch_rc = arch->init != NULL ? arch->init(ctx) : 0;
     rc = server_start(ctx->srv);
+    if (rc == 0 && arch_rc != 0) {
+        /* The architecture half-started: run the loops' normal stop so that everything
+         * it attached to them is released the usual way, then exit 1. */
+        server_stop(ctx->srv);
+        goto out_server;
+    }
     if (rc < 0) {
         fprintf(stderr, "%s: cannot start threads: %s\n", arch->prog, strerror(-rc));
         server_stop(ctx->srv);
-        goto out_arch;
+        goto out_server;
     }
     char workers[32] = "";
     if (arch->allow_workers)
@@ -94,9 +99,6 @@ int serve_main(int argc, char **argv, const struct serve_arch *arch)
     fprintf(stderr, "%s: %s received, stopping\n", arch->prog, sig == SIGINT ? "SIGINT" : "SIGTERM");
     server_stop(ctx->srv);
     code = 0;
-out_arch:
-    if (arch->stopping != NULL)
-        arch->stopping(ctx);
 out_server:
     server_join_and_free(ctx->srv);
     if (arch->fini != NULL)

@@ -28,9 +28,6 @@ struct serve_arch {
     /* After the store is open and the loops exist, before they start (main thread):
      * 0, or a negative errno with a message printed. May set ctx->registry.extra. */
     int (*init)(struct serve_ctx *ctx);
-    /* After server_stop, before the loops are joined (main thread): drain work the
-     * loops wait for. May be NULL. */
-    void (*stopping)(struct serve_ctx *ctx);
     /* After the loops are joined, before the store closes (main thread). */
     void (*fini)(struct serve_ctx *ctx);
 };

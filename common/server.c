@@ -59,6 +59,7 @@ struct server_loop {
     uv_check_t flush_check;
     uv_idle_t kick;       /* active while responses wait to be written: poll won't block */
     pthread_t thread;
+    uint8_t started;      /* thread created (joined by server_join_and_free) */
     struct server *srv;
     unsigned index;
     unsigned nconns;
@@ -810,17 +811,7 @@ int server_create(const struct server_config *cfg, const struct server_hooks *ho
         }
     }
     if (rc < 0) {
-        s->cfg.threads = s->nloops;
-        for (unsigned i = 0; i < s->nloops; i++) {
-            struct server_loop *l = s->loops[i];
-            uv_walk(&l->uv, walk_close, NULL);
-            uv_run(&l->uv, UV_RUN_DEFAULT);
-            uv_loop_close(&l->uv);
-            metrics_destroy(&l->metrics);
-            free(l);
-        }
-        free(s->loops);
-        free(s);
+        server_join_and_free(s); /* no loop was started */
         return rc;
     }
     *out = s;
@@ -849,6 +840,7 @@ int server_start(struct server *s)
         int rc = pthread_create(&s->loops[i]->thread, NULL, loop_thread, s->loops[i]);
         if (rc != 0)
             return -rc;
+        s->loops[i]->started = 1;
     }
     return 0;
 }
@@ -862,10 +854,13 @@ void server_stop(struct server *s)
 void server_join_and_free(struct server *s)
 {
     for (unsigned i = 0; i < s->nloops; i++)
-        pthread_join(s->loops[i]->thread, NULL);
+        if (s->loops[i]->started)
+            pthread_join(s->loops[i]->thread, NULL);
     for (unsigned i = 0; i < s->nloops; i++) {
         struct server_loop *l = s->loops[i];
-        uv_run(&l->uv, UV_RUN_DEFAULT); /* run close callbacks left */
+        if (!l->started)
+            uv_walk(&l->uv, walk_close, NULL); /* a loop that never ran: close its handles */
+        uv_run(&l->uv, UV_RUN_DEFAULT);         /* run close callbacks left */
         if (uv_loop_close(&l->uv) != 0)
             fprintf(stderr, "server: loop %u closed with handles still open\n", i);
         while (l->pool != NULL) {

@@ -61,7 +61,8 @@ int server_start(struct server *s);
 /* Asks every loop to stop accepting and finish in-flight requests; any thread
  * (async-signal-unsafe: call from a normal thread, e.g. after sigwait). */
 void server_stop(struct server *s);
-/* Joins the loop threads (after server_stop) and frees everything. */
+/* Joins the loop threads that were started (after server_stop), closes the handles of
+ * any loop that never ran, and frees everything. */
 void server_join_and_free(struct server *s);
 
 unsigned server_loop_count(const struct server *s);
