@@ -477,11 +477,6 @@ int http_parser_feed(struct http_parser *hp, const char *data, size_t len, size_
     return 0;
 }
 
-void http_parser_resume(struct http_parser *hp)
-{
-    (void)hp; /* llhttp was resumed when the message completed; kept for symmetry */
-}
-
 int http_parser_mid_request(const struct http_parser *hp)
 {
     return hp->cur != NULL;

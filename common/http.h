@@ -63,13 +63,12 @@ void http_parser_destroy(struct http_parser *hp, struct request **partial);
 
 /* Feeds bytes. Returns:
  *   0   all bytes consumed (*consumed = len)
- *   1   paused by ops->complete: *consumed < len possibly; call http_parser_resume and feed
- *       the rest later
+ *   1   paused by ops->complete: *consumed < len possibly; feed the rest (data +
+ *       *consumed) when ready: nothing else is needed to resume
  *  <0   the input is not acceptable: hp->error_status holds the status to answer with
  *       (400, 413, 414, 431) and hp->error_reason a short reason; the connection must be
  *       answered with that status and closed. */
 int http_parser_feed(struct http_parser *hp, const char *data, size_t len, size_t *consumed);
-void http_parser_resume(struct http_parser *hp);
 /* 1 when some bytes of a request have been seen and it is not complete yet. */
 int http_parser_mid_request(const struct http_parser *hp);
 /* 1 when the headers of the current request are still being received. */

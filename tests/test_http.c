@@ -82,10 +82,8 @@ static int h_feed(struct harness *h, const char *data, size_t len)
         off += used;
         if (rc < 0)
             return rc;
-        if (rc == 1) {
-            http_parser_resume(&h->hp);
+        if (rc == 1)
             continue;
-        }
         if (off != len)
             fail_msg("feed returned 0 but consumed %zu of %zu", off, len);
     }
@@ -334,7 +332,6 @@ static void test_pause_resume(void **state)
     assert_int_equal(h.nreqs, 1);
     assert_int_equal(h.begins, 1); /* nothing of the second request parsed yet */
     assert_false(http_parser_mid_request(&h.hp));
-    http_parser_resume(&h.hp);
     /* the rest, one paused request at a time */
     size_t off = used;
     unsigned feeds = 1;
@@ -343,7 +340,6 @@ static void test_pause_resume(void **state)
         assert_true(rc == 1 || rc == 0);
         off += used;
         feeds++;
-        http_parser_resume(&h.hp);
     }
     assert_int_equal(feeds, 4);
     check_pipeline(&h, "paused");

@@ -164,10 +164,8 @@ static int feed(struct fuzz_conn *c, const uint8_t *data, size_t len)
             fprintf(stderr, "feed returned 0 with %zu of %zu consumed\n", used, len);
             abort();
         }
-        data += used;
+        data += used; /* paused (rc 1): the kept bytes are fed again */
         len -= used;
-        if (rc == 1)
-            http_parser_resume(&c->parser); /* resumed: feed the kept bytes again */
     }
     return 0;
 }
