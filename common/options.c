@@ -199,7 +199,9 @@ int options_parse(struct options *o, int argc, char **argv, const char *prog,
         options_usage(stderr, prog, allow_workers);
         return -EINVAL;
     }
-    if (o->db_path == NULL)
-        o->db_path = strcmp(prog, "actor-server") == 0 ? "actor-server.db" : "async-server.db";
+    if (o->db_path == NULL) {
+        snprintf(o->db_default, sizeof o->db_default, "%s.db", prog);
+        o->db_path = o->db_default;
+    }
     return 0;
 }

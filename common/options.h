@@ -14,7 +14,8 @@ struct options {
     const char *host;
     int port;
     unsigned threads;      /* default: CPUs in the affinity mask */
-    const char *db_path;   /* sqlite; default "<program>.db" */
+    const char *db_path;   /* sqlite; default "<program>.db" (in db_default) */
+    char db_default[64];
     const char *bearer;    /* default $BEARER, else test-token-aaaaaaaaaaaaaaaaaaaa */
     uint64_t seed_users;   /* default 10000 */
     const char *access_log;/* default /dev/null */
