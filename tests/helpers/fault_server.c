@@ -155,25 +155,17 @@ int main(int argc, char **argv)
 {
     static struct server s;
     uint64_t port = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        uint64_t *dst = strcmp(a, "--port") == 0            ? &port
-                        : strcmp(a, "--status-every") == 0  ? &s.status_every
-                        : strcmp(a, "--close-every") == 0   ? &s.close_every
-                        : strcmp(a, "--hang-every") == 0    ? &s.hang_every
-                        : strcmp(a, "--garbage-every") == 0 ? &s.garbage_every
-                                                            : NULL;
-        if (strcmp(a, "--help") == 0) {
-            usage(stdout);
-            return 0;
-        }
-        if (dst == NULL || v == NULL || parse_u64(v, strlen(v), dst) < 0) {
-            usage(stderr);
-            return 2;
-        }
-        i++;
-    }
+    const struct helper_flag flags[] = {
+        {"--port", &port},
+        {"--status-every", &s.status_every},
+        {"--close-every", &s.close_every},
+        {"--hang-every", &s.hang_every},
+        {"--garbage-every", &s.garbage_every},
+        {NULL, NULL},
+    };
+    int code = helper_parse_flags(argc, argv, flags, usage);
+    if (code >= 0)
+        return code;
     signal(SIGPIPE, SIG_IGN);
     s.loop = uv_default_loop();
     llhttp_settings_init(&s.settings);

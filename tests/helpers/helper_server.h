@@ -7,7 +7,41 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include <uv.h>
+
+#include "util.h"
+
+/* A "--name N" flag that sets *dst to a decimal number. */
+struct helper_flag {
+    const char *name;
+    uint64_t *dst;
+};
+
+/* Parses argv against FLAGS (terminated by a NULL name) and --help. Returns -1 to go on,
+ * else the exit code: 0 after printing the usage on stdout for --help, 2 after printing
+ * it on stderr for an unknown flag or a missing or bad number. */
+static int helper_parse_flags(int argc, char **argv, const struct helper_flag *flags,
+                              void (*usage)(FILE *))
+{
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0) {
+            usage(stdout);
+            return 0;
+        }
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        uint64_t *dst = NULL;
+        for (const struct helper_flag *f = flags; f->name != NULL; f++)
+            if (strcmp(argv[i], f->name) == 0)
+                dst = f->dst;
+        if (dst == NULL || v == NULL || parse_u64(v, strlen(v), dst) < 0) {
+            usage(stderr);
+            return 2;
+        }
+        i++;
+    }
+    return -1;
+}
 
 /* Binds LISTENER (initialised here on LOOP, with DATA as its data) to 127.0.0.1:PORT
  * (0: any free port), listens with ON_CONNECTION and prints "port N" on stdout, flushed.

@@ -130,23 +130,15 @@ int main(int argc, char **argv)
     uint64_t port = 0;
     s.stall_ms = 500;
     s.stall_after_ms = 1000;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        uint64_t *dst = strcmp(a, "--port") == 0             ? &port
-                        : strcmp(a, "--stall-ms") == 0       ? &s.stall_ms
-                        : strcmp(a, "--stall-after-ms") == 0 ? &s.stall_after_ms
-                                                             : NULL;
-        if (strcmp(a, "--help") == 0) {
-            usage(stdout);
-            return 0;
-        }
-        if (dst == NULL || v == NULL || parse_u64(v, strlen(v), dst) < 0) {
-            usage(stderr);
-            return 2;
-        }
-        i++;
-    }
+    const struct helper_flag flags[] = {
+        {"--port", &port},
+        {"--stall-ms", &s.stall_ms},
+        {"--stall-after-ms", &s.stall_after_ms},
+        {NULL, NULL},
+    };
+    int code = helper_parse_flags(argc, argv, flags, usage);
+    if (code >= 0)
+        return code;
     signal(SIGPIPE, SIG_IGN);
     s.loop = uv_default_loop();
     llhttp_settings_init(&s.settings);
