@@ -2,11 +2,13 @@
 # compare.sh: compares two batches run by run, like a benchmark baseline comparison: for
 # every run (server-scenario, and the -equal re-runs) each metric of B relative to A, the
 # ratio B/A, the percent and its direction in words, flagged beyond the noise threshold.
-# Reads only the two batches' index.json (runner/compare.py does the work); runs nothing.
+# Reads only the two batches' index.json (runner/analysis/compare.py does the work); runs nothing.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PYTHON="${PYTHON:-python3}"
+# shellcheck source=runner/lib.sh
+. "$ROOT/runner/lib.sh"
 # Noise thresholds in percent (empty: the measured defaults below).
 export NOISE_RPS_PCT="${NOISE_RPS_PCT:-}" NOISE_LATENCY_PCT="${NOISE_LATENCY_PCT:-}"
 export NOISE_CPU_PCT="${NOISE_CPU_PCT:-}" NOISE_HANDLER_PCT="${NOISE_HANDLER_PCT:-}"
@@ -30,7 +32,7 @@ of its metric class; otherwise "within noise". The defaults depend on the batche
 (both the same; else the smoke ones): the spread measured between repeated batches of
 unchanged code on the 2-CPU development host (SPEC.md section 13), rounded up:
 USAGE
-    "$PYTHON" "$ROOT/runner/compare.py" --defaults
+    analysis compare --defaults
     cat <<'USAGE'
 Smoke windows are 1-2 s on a shared host, so those are wide: on smoke batches only gross
 changes are flagged. On another host, run the same commit twice, run
@@ -55,4 +57,4 @@ for d in "$1" "$2"; do
         exit 2
     fi
 done
-exec "$PYTHON" "$ROOT/runner/compare.py" "${1%/}" "${2%/}"
+analysis compare "${1%/}" "${2%/}"

@@ -147,3 +147,9 @@ calc() {
 fmt_num() {
     awk -v v="$1" -v d="${2:-0}" 'BEGIN { if (v == "null" || v == "") print "null"; else printf "%.*f\n", d, v }'
 }
+
+# analysis ARGS...: the analysis package's command line (runner/analysis, python3 stdlib).
+analysis() {
+    PYTHONPATH="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)${PYTHONPATH:+:$PYTHONPATH}" \
+        "${PYTHON:-python3}" -m analysis "$@"
+}

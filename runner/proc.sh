@@ -2,6 +2,7 @@
 # proc.sh: a process's own accounting from /proc: CPU time (utime+stime of all its
 # threads, from /proc/PID/stat) and peak RSS (VmHWM, from /proc/PID/status).
 # Does not sample children or sum threads itself: the kernel's per-process totals are used.
+# Samples only: the analysis package (runner/analysis/result.py) turns them into percentages.
 # Invariant: the stat line is split after the LAST ')', since comm may hold spaces and ')'.
 
 # proc_clk_tck: clock ticks per second for /proc/PID/stat times.
@@ -45,27 +46,6 @@ proc_sample() {
     printf '%s %s\n' "$t" "$ticks"
 }
 
-# proc_cpu_pct "T0 TICKS0" "T1 TICKS1": average CPU of the interval in percent of one
-# CPU (0..100 x CPUs), from two proc_sample lines. Prints null when the interval is empty.
-proc_cpu_pct() {
-    local tck
-    tck=$(proc_clk_tck)
-    awk -v a="$1" -v b="$2" -v tck="$tck" 'BEGIN {
-        split(a, x, " "); split(b, y, " ")
-        dt = y[1] - x[1]
-        if (dt <= 0) { print "null"; exit }
-        printf "%.2f\n", 100 * (y[2] - x[2]) / tck / dt
-    }'
-}
-
-# proc_cpu_sec "T0 TICKS0" "T1 TICKS1": CPU seconds spent between two samples.
-proc_cpu_sec() {
-    local tck
-    tck=$(proc_clk_tck)
-    awk -v a="$1" -v b="$2" -v tck="$tck" 'BEGIN {
-        split(a, x, " "); split(b, y, " "); printf "%.2f\n", (y[2] - x[2]) / tck }'
-}
-
 # cpustat_sample LIST: "BUSY TOTAL STEAL" ticks summed over the CPUs of LIST (a
 # cpulist_expand list) from /proc/stat: busy = user+nice+system+irq+softirq+steal,
 # total = busy+idle+iowait. Whoever ran there counts: the server, the suite, or anything else.
@@ -75,13 +55,4 @@ cpustat_sample() {
     awk -v cpus="$cpus" 'BEGIN { n = split(cpus, c, " "); for (i = 1; i <= n; i++) want["cpu" c[i]] = 1 }
         $1 in want { b = $2 + $3 + $4 + $7 + $8 + $9; busy += b; total += b + $5 + $6; steal += $9 }
         END { printf "%d %d %d\n", busy, total, steal }' /proc/stat
-}
-
-# cpustat_pct "BUSY0 TOTAL0 STEAL0" "BUSY1 TOTAL1 STEAL1" N: prints "BUSY_PCT STEAL_PCT" of
-# the interval in percent of one CPU (0..100 x N), or "null null" for an empty interval.
-cpustat_pct() {
-    awk -v a="$1" -v b="$2" -v n="$3" 'BEGIN {
-        split(a, x, " "); split(b, y, " "); dt = y[2] - x[2]
-        if (dt <= 0) { print "null null"; exit }
-        printf "%.2f %.2f\n", 100 * n * (y[1] - x[1]) / dt, 100 * n * (y[3] - x[3]) / dt }'
 }

@@ -2,7 +2,7 @@
 # report.sh: renders results/<batch>/report.html, one self-contained page (plots inlined as
 # SVG, no scripts, no network), from the batch's index.json and its runs' histogram.txt.
 # Re-runnable on old batches; reads only results/<batch>/ and never runs a benchmark.
-# The plots are drawn by gnuplot (runner/plots/*.gp); runner/report.py writes the page.
+# The plots are drawn by gnuplot (runner/plots/*.gp); the analysis package (runner/analysis/report.py) writes the page.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -41,5 +41,5 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/report.XXXXXX")
 cleanup() { rm -rf "$WORK"; }
 trap cleanup EXIT
 
-GNUPLOT="$GNUPLOT" "$PYTHON" "$ROOT/runner/report.py" "$batch_dir" "$WORK" "$out"
+GNUPLOT="$GNUPLOT" analysis report "$batch_dir" "$WORK" "$out"
 echo "report.sh: wrote $out" >&2

@@ -1,6 +1,7 @@
 # shellcheck shell=bash
-# sanity.sh: before any load, check with curl that the server answers every route a
-# scenario uses with the right status and body shape, and 401 without the bearer.
+# sanity.sh: curl against the server under test: before any load, check that it answers
+# every route a scenario uses with the right status and body shape, and 401 without the
+# bearer; and the /metrics scrapes at the edges of a measured window.
 # Sends a handful of requests (one POST on s3/s4); does not measure anything.
 # Invariant: prints nothing on success; on failure prints one line saying what failed.
 
@@ -71,4 +72,12 @@ sanity_check() {
     rm -f "$body"
     unset -f _expect
     return "$rc"
+}
+
+# metrics_scrape URL FILE: GETs URL/metrics into FILE. Returns non-zero on failure
+# or a non-200 answer.
+metrics_scrape() {
+    local code
+    code=$(curl -sS -o "$2" -w '%{http_code}' --max-time 5 "$1/metrics") || return 1
+    [[ "$code" == 200 ]]
 }

@@ -208,7 +208,7 @@ check_page "fixture A" "$TMP/A/report.html" "$TMP/A/index.json" \
     latency-s1-own latency-s1-equal latency-s2-own latency-s2-equal
 has "escaping: the cpu model's <&> escaped" "$TMP/A/report.html" 'Fixture CPU &lt;&amp;&gt; &quot;quoted&quot;'
 has "escaping: the failure message escaped" "$TMP/A/report.html" 'fixture failure &lt;&amp;&gt; &quot;quoted&quot;'
-has "the smoke warning is shown for a smoke batch" "$TMP/A/report.html" 'Smoke batch'
+has "the smoke warning is shown for a smoke batch" "$TMP/A/report.html" 'Smoke run: checks the pipeline, too short to mean anything'
 ok "report.sh is re-runnable (the same page again)" bash -c "
     cp '$TMP/A/report.html' '$TMP/first.html' && '$ROOT/runner/report.sh' '$TMP/A' 2>/dev/null &&
     cmp -s '$TMP/first.html' '$TMP/A/report.html'"
@@ -246,16 +246,16 @@ is "compare.sh with a bad NOISE_RPS_PCT exits 2" "$(NOISE_RPS_PCT=abc rc_of "$RO
 "$ROOT/runner/compare.sh" "$FIX/A" "$FIX/B" >"$TMP/cmp.txt"
 NOISE_RPS_PCT=5 NOISE_CPU_PCT=25 "$ROOT/runner/compare.sh" "$FIX/A" "$FIX/B" >"$TMP/cmp5.txt"
 "$ROOT/runner/compare.sh" "$FIX/B" "$FIX/A" >"$TMP/cmp-rev.txt"
-mapfile -t runs < <(jq -r '.runs[], .equal_load_runs[] | .run' "$FIX/A/index.json")
-is "compare: one block per run (8 in both, 1 only in B)" "$(grep -c '^run ' "$TMP/cmp.txt")" 9
+mapfile -t runs < <(jq -r '.runs[], .probe_runs[], .equal_load_runs[] | .run' "$FIX/A/index.json")
+is "compare: one block per run (12 in both, 1 only in B)" "$(grep -c '^run ' "$TMP/cmp.txt")" 13
 for r in "${runs[@]}"; do
     ok "compare: a row for $r" grep -q "^run $r " "$TMP/cmp.txt"
 done
 has "compare: the run only in B is named" "$TMP/cmp.txt" "run extra-only-in-B: only in B, not compared"
-is "compare: saturation -7.1% in words, within the default noise (4 saturation runs)" \
-    "$(grep -c 'B is 7.1% slower than A (saturation req/s) *within noise' "$TMP/cmp.txt")" 4
+is "compare: saturation -7.1% in words, within the default noise (4 saturation runs, 4 probe runs)" \
+    "$(grep -c 'B is 7.1% slower than A (saturation req/s) *within noise' "$TMP/cmp.txt")" 8
 is "compare: the same change beyond NOISE_RPS_PCT=5 is REGRESSED" \
-    "$(grep -c 'B is 7.1% slower than A (saturation req/s) *REGRESSED' "$TMP/cmp5.txt")" 4
+    "$(grep -c 'B is 7.1% slower than A (saturation req/s) *REGRESSED' "$TMP/cmp5.txt")" 8
 is "compare: p99 +12.0% is higher (worse), every run" \
     "$(grep -c "B's p99 is 12.0% higher (worse) than A's" "$TMP/cmp.txt")" 8
 is "compare: p99.9 -50.0% is lower (better), every run" \
@@ -273,7 +273,7 @@ done
 is "compare: quick batches, req/CPU-s +50.0% beyond the 20% quick threshold is IMPROVED" \
     "$(grep -c "B's req/CPU-s is 50.0% higher (better) than A's *IMPROVED (beyond +/-20% noise)" "$TMP/cmp-quick.txt")" 8
 is "compare: quick batches, saturation -7.1% is within the 20% quick threshold" \
-    "$(grep -c 'B is 7.1% slower than A (saturation req/s) *within noise (+/-20%)' "$TMP/cmp-quick.txt")" 4
+    "$(grep -c 'B is 7.1% slower than A (saturation req/s) *within noise (+/-20%)' "$TMP/cmp-quick.txt")" 8
 "$ROOT/runner/compare.sh" "$TMP/quick/A" "$FIX/B" >"$TMP/cmp-mixed.txt"
 is "compare: a quick and a smoke batch use the wider smoke thresholds" \
     "$(grep -c "B's req/CPU-s is 50.0% higher (better) than A's *within noise (+/-100%)" "$TMP/cmp-mixed.txt")" 8
@@ -282,12 +282,12 @@ is "compare: server CPU -10.0% is lower (better)" \
 is "compare: handler p99 x3 is higher (worse) and REGRESSED" \
     "$(grep -c "B's handler p99 is 200.0% higher (worse) than A's *REGRESSED" "$TMP/cmp.txt")" 8
 is "compare: unchanged p50 says equals" "$(grep -c "B's p50 equals A's" "$TMP/cmp.txt")" 8
-is "compare: ratio column B/A for saturation" "$(grep -c 'saturation req/s .* 0\.929  B is' "$TMP/cmp.txt")" 4
+is "compare: ratio column B/A for saturation" "$(grep -c 'saturation req/s .* 0\.929  B is' "$TMP/cmp.txt")" 8
 is "compare: swapped batches say faster (+7.6%)" \
-    "$(grep -c 'B is 7.6% faster than A (saturation req/s)' "$TMP/cmp-rev.txt")" 4
+    "$(grep -c 'B is 7.6% faster than A (saturation req/s)' "$TMP/cmp-rev.txt")" 8
 is "compare: swapped batches say p99 lower (better)" \
     "$(grep -c "B's p99 is 10.7% lower (better) than A's" "$TMP/cmp-rev.txt")" 8
-has "compare: flagged runs are noted" "$TMP/cmp.txt" "note: A's run is flagged (not saturated)"
+has "compare: flagged runs are noted" "$TMP/cmp.txt" "note: A's run is flagged (not saturated, other load)"
 # shellcheck disable=SC2016  # the literal text of run_all.sh
 ok "run_all.sh renders the report after the summary" grep -q 'runner/report.sh" "$batch_dir"' "$ROOT/run_all.sh"
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# it_runner.sh: tests of the runner (TAP): the /proc, CPU-list and /metrics parsing on
-# fixtures, runner.sh's usage errors, then a real `./runner.sh async-mem s1 --smoke` and
-# `./run_all.sh --smoke` whose result.json / index.json / summary.md are checked field by field.
+# it_runner.sh: tests of the runner (TAP): the /proc and CPU-list parsing on fixtures,
+# runner.sh's usage errors, then a real `./runner.sh async-mem s1 --smoke` and
+# `./run_all.sh --smoke` whose result.json / index.json / summary.md are checked field by field,
+# and a smoke batch with a CPU hog on the server CPU, which must not print PASS or FAIL.
+# (The arithmetic, the /metrics diffs and the verdict rules are tested in test_analysis.py.)
 # The end-to-end part needs build/async-server, build/actor-server and build/loadgen and
 # fails (never skips) without them. Results go to a temporary folder, removed at the end.
 # shellcheck disable=SC2016  # single-quoted jq filters bind $n_srv and $n_lg themselves
@@ -28,8 +30,6 @@ esac
 . "$ROOT/runner/lib.sh"
 # shellcheck source=runner/proc.sh
 . "$ROOT/runner/proc.sh"
-# shellcheck source=runner/metrics.sh
-. "$ROOT/runner/metrics.sh"
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/it_runner.XXXXXX")
 # shellcheck disable=SC2317  # invoked by the EXIT trap
@@ -52,25 +52,12 @@ ok "stat: a line without ')' is rejected" bash -c ". '$ROOT/runner/proc.sh'; ! p
 is "stat: this shell's own /proc/\$\$/stat parses to a number" \
     "$(proc_cpu_ticks $$ | grep -Ec '^[0-9]+$')" 1
 is "status: VmHWM in kB" "$(proc_hwm_kb_file "$FIX/proc_status")" 12345
-is "cpu pct: 100 ticks over 2 s at CLK_TCK $(proc_clk_tck)" \
-    "$(proc_cpu_pct "100.00 1000" "102.00 $((1000 + $(proc_clk_tck)))")" 50.00
 is "cpulist: count of 0-3,8,10-11" "$(cpulist_count 0-3,8,10-11)" 7
 is "cpulist: split 0,1" "$(cpulist_split 0,1 | paste -sd/ -)" "0/1"
 is "cpulist: split 0-3" "$(cpulist_split 0-3 | paste -sd/ -)" "0,1/2,3"
 is "cpulist: split 0-2 (server gets the smaller half)" "$(cpulist_split 0-2 | paste -sd/ -)" "0/1,2"
 is "cpulist: split of one CPU shares it" "$(cpulist_split 3 | paste -sd/ -)" "3/3"
 ok "cpulist: malformed list rejected" bash -c ". '$ROOT/runner/lib.sh'; ! cpulist_expand 1-x >/dev/null"
-is "metrics: handler p99 on the union of sparse edges" \
-    "$(metrics_handler_p99_us "$FIX/metrics_before.prom" "$FIX/metrics_after.prom")" 20
-is "metrics: handler p50" \
-    "$(metrics_handler_quantile_us 0.5 "$FIX/metrics_before.prom" "$FIX/metrics_after.prom")" 10
-is "metrics: p99 of an empty window is null" \
-    "$(metrics_handler_p99_us "$FIX/metrics_before.prom" "$FIX/metrics_before.prom")" null
-is "metrics: overload rejections delta" \
-    "$(metrics_delta "$FIX/metrics_before.prom" "$FIX/metrics_after.prom" http_overload_rejections_total)" 3
-is "metrics: requests by route in the window" \
-    "$(metrics_routes_json "$FIX/metrics_before.prom" "$FIX/metrics_after.prom" | jq -c -S .)" \
-    '{"metrics":1,"ping":1000}'
 
 # ---- usage ------------------------------------------------------------------------------
 # shellcheck disable=SC2317  # called through ok
@@ -85,6 +72,8 @@ is "runner.sh missing scenario exits 2" "$(rc_of "$ROOT/runner.sh" async-mem)" 2
 is "run_all.sh --help exits 0" "$(rc_of "$ROOT/run_all.sh" --help)" 0
 is "run_all.sh unknown scenario exits 2" "$(rc_of "$ROOT/run_all.sh" --scenarios=s7 --smoke)" 2
 is "summarize.sh without a batch exits 2" "$(rc_of "$ROOT/runner/summarize.sh")" 2
+is "runner.sh --probe-only with TARGET_RPS exits 2" "$(TARGET_RPS=100 rc_of "$ROOT/runner.sh" async-mem s1 --smoke --probe-only)" 2
+is "run_all.sh --repeats=0 exits 2" "$(rc_of "$ROOT/run_all.sh" --smoke --repeats=0)" 2
 
 ok "shellcheck: runner.sh, run_all.sh, runner/*.sh, this test" \
     quiet bash -c "cd '$ROOT' && shellcheck -x runner.sh run_all.sh runner/*.sh tests/it_runner.sh"
@@ -121,10 +110,11 @@ jqok() {
         failed=$((failed + 1))
     fi
 }
-for key in server scenario kind batch saturation_rps target_rps sustained_rps latency_p50_ms \
+for key in server scenario kind batch repeat saturation_rps target_rps sustained_rps latency_p50_ms \
     latency_p75_ms latency_p90_ms latency_p99_ms latency_p99_9_ms latency_p99_99_ms latency_max_ms \
+    send_lag_p50_ms send_lag_p99_ms send_lag_max_ms requests_waited_for_connection \
     server_cpu_pct server_cpu_s req_per_cpu_sec server_rss_mb handler_p99_us loadgen_cpu_pct errors \
-    errors_total probe config host versions timestamps validity failure server_exit; do
+    errors_total probe config host versions timestamps validity flags problems failure server_exit; do
     jqok "result.json has $key" "has(\"$key\")"
 done
 jqok "server, scenario, kind" '.server == "async-mem" and .scenario == "s1" and .kind == "saturation"'
@@ -147,15 +137,25 @@ jqok "contention on the server CPUs: busy >= 0, other = busy - own (floored at 0
     '.server_cpus_busy_pct >= 0 and .server_cpus_busy_pct <= 100 * $n_srv * 1.05
      and ((.server_cpus_other_pct - ([.server_cpus_busy_pct - .server_cpu_pct, 0] | max)) | fabs) < 0.02'
 jqok "errors by class" '.errors | has("connect") and has("read") and has("write") and has("timeout") and has("parse") and has("status")'
-jqok "validity flags are booleans" '[.validity[] | type] == ["boolean", "boolean", "boolean", "boolean"]'
-jqok "loadgen_bound only when not saturated" '(.validity.loadgen_bound and .validity.saturated) | not'
+jqok "validity flags are booleans" '[.validity[] | type] == ["boolean", "boolean", "boolean", "boolean", "boolean", "boolean", "boolean"]'
+jqok "the probe is loadgen-bound only when not saturated" '(.validity.probe_loadgen_bound and .validity.saturated) | not'
+jqok "loadgen_bound is the probe's or the sustain's" \
+    '.validity.loadgen_bound == (.validity.probe_loadgen_bound or .validity.sustain_loadgen_bound)'
+jqok "the sustain is loadgen-bound when the loadgen CPU reached 90% of its CPUs" \
+    '(.loadgen_cpu_pct >= 90 * $n_lg | not) or .validity.sustain_loadgen_bound'
+jqok "quiet matches the other load on the server CPUs in both phases" \
+    '.validity.quiet == (.server_cpus_other_pct <= 10 * $n_srv and .probe.server_cpus_other_pct <= 10 * $n_srv)'
+jqok "flags list every problem, problems give each a phase and a reason" \
+    '(.flags | length) <= (.problems | length) and all(.problems[]; (.reason | length) > 0 and (.phase == "probe" or .phase == "sustain"))'
+jqok "send lag: null or 0 <= p50 <= p99 <= max" \
+    '.send_lag_p99_ms == null or (.send_lag_p50_ms >= 0 and .send_lag_p50_ms <= .send_lag_p99_ms and .send_lag_p99_ms <= .send_lag_max_ms)'
 jqok "clean matches the error counts" \
     '.validity.clean == (.errors_total == 0 and ([.probe.errors[]] | add) == 0
                          and (.unexpected_status_counts | length) == 0 and (.probe.unexpected_status_counts | length) == 0)'
 jqok "rate_held matches sustained vs target" \
     '.validity.rate_held == (((.sustained_rps - .target_rps) | fabs) <= 0.01 * .target_rps)'
-jqok "config: smoke, 32 connections, CPUs, threads" \
-    '.config.mode == "smoke" and .config.wrk_conns == 32 and .config.server_threads == $n_srv
+jqok "config: smoke, 32 connections, CPUs, threads, group commit off" \
+    '.config.mode == "smoke" and .config.wrk_conns == 32 and .config.server_threads == $n_srv and .config.group_commit == 1
      and .config.wrk_threads >= 1 and (.config.server_cpus | length) > 0 and .config.sat_ratio == 0.7'
 jqok "host: cpu_model, cores, kernel, hostname" \
     "(.host.cores == $(nproc --all)) and (.host.kernel == \"$(uname -r)\") and (.host.hostname | length) > 0 and has(\"host\")"
@@ -169,7 +169,7 @@ jqok "timestamps ISO-8601 UTC, start <= end" \
 jqok "server exited 0 after SIGTERM, within 2 s" '.server_exit.code == 0 and .server_exit.stop_s <= 2'
 jqok "window metrics: handled requests counted" '.server_metrics.window_handled > 0'
 ok "histogram.txt is an HdrHistogram spectrum" grep -q 'Percentile' "$run/histogram.txt"
-ok "loadgen.json and server.log written" test -s "$run/loadgen.json" -a -f "$run/server.log"
+ok "loadgen.json, facts.json and server.log written" test -s "$run/loadgen.json" -a -s "$run/facts.json" -a -f "$run/server.log"
 srv_pid=$(grep -o 'pid [0-9]*' "$run/runner.log" | head -n1 | cut -d' ' -f2)
 ok "the server (pid ${srv_pid:-?}) is gone" bash -c "[[ -n '$srv_pid' ]] && ! kill -0 '$srv_pid' 2>/dev/null"
 
@@ -183,66 +183,71 @@ ok "its result.json carries the failure" \
 
 # ---- run_all.sh --smoke -----------------------------------------------------------------------
 rc=0
-"$ROOT/run_all.sh" --smoke --batch=it-all >"$TMP/all.out" 2>"$TMP/all.err" || rc=$?
+"$ROOT/run_all.sh" --smoke --repeats=1 --batch=it-all >"$TMP/all.out" 2>"$TMP/all.err" || rc=$?
 is "run_all.sh --smoke exits 0" "$rc" 0
 if [[ $rc -ne 0 ]]; then grep -E '^\[run_all\]' "$TMP/all.err" | sed 's/^/# /' | tail -n 30; fi
 batch="$RESULTS_DIR/it-all"
-ok "progress lines [i/8]" grep -q '^\[run_all\] \[3/8\] actor-mem s2 \.\.\.' "$TMP/all.err"
+ok "progress lines [i/16]" grep -q '^\[run_all\] \[5/16\] actor-mem s2 \.\.\.' "$TMP/all.err"
 ok "index.json parses" quiet jq -e . "$batch/index.json"
 [[ -f "$batch/index.json" ]] || echo '{}' >"$batch/index.json"
 res="$batch/index.json"
-jqok "index.json: 8 runs, all without failure" '(.runs | length) == 8 and all(.runs[]; .failure == null)'
+jqok "index.json: 8 runs, all without failure, no probe-only runs with one repeat" \
+    '(.runs | length) == 8 and all(.runs[]; .failure == null) and (.probe_runs | length) == 0'
 jqok "index.json: 4 scenarios with a verdict each" \
-    '[.scenarios[].scenario] == ["s1", "s2", "s3", "s4"] and all(.scenarios[]; .verdict == "PASS" or .verdict == "FAIL")'
+    '[.scenarios[].scenario] == ["s1", "s2", "s3", "s4"] and all(.scenarios[]; .verdict == "PASS" or .verdict == "FAIL" or .verdict == "INCONCLUSIVE")'
 jqok "index.json: equal-load runs at one rate per scenario" \
     '(.equal_load_runs | length) == 8 and all(.scenarios[]; .equal_load.actor.target_rps == .equal_load.async.target_rps)'
 jqok "index.json: equal-load rate = sat_ratio x the slower saturation" \
     'all(.scenarios[]; .equal_load.rate_rps == ([.actor_result.saturation_rps, .async_result.saturation_rps] | min * 0.7 | round))'
+jqok "index.json: a saturation basis only from valid probe pairs, a req/CPU-s basis only from valid equal-load runs" \
+    'all(.scenarios[]; if .basis == "saturation_rps" then .pairs_used == 1
+        and ([.probes.actor[0].problems[], .probes.async[0].problems[] | select(.phase == "probe")] | length) == 0
+        elif .basis == "req_per_cpu_sec" then (.equal_load.actor.flags | length) == 0 and (.equal_load.async.flags | length) == 0
+        else .verdict == "INCONCLUSIVE" end)'
 jqok "index.json: overall verdict follows s1 and s2" \
-    '.verdict.overall == (if all(.scenarios[] | select(.scenario == "s1" or .scenario == "s2"); .verdict == "PASS") then "PASS" else "FAIL" end)'
-jqok "index.json: basis is req/CPU-s where a run is not saturated or loadgen-bound" \
-    'all(.scenarios[]; (.actor_result.validity.saturated and .async_result.validity.saturated
-        and (.actor_result.validity.loadgen_bound | not) and (.async_result.validity.loadgen_bound | not))
-        == (.basis == "saturation_rps"))'
-jqok "index.json: host, versions, config, target ratio" \
-    '.host.cores > 0 and (.versions.git_commit | length) == 40 and .config.wrk_conns == 32 and .target_ratio == 0.5'
-ok "summary.md holds a verdict line" grep -Eq '^\*\*Verdict: (PASS|FAIL)\*\*' "$batch/summary.md"
-ok "summary.md has a row per scenario and an equal-load table" \
-    bash -c "[[ \$(grep -Ec '^\| s[1-4] \|' '$batch/summary.md') -eq 8 ]] && grep -q '^## Equal load' '$batch/summary.md'"
+    '.verdict.overall == ([.scenarios[] | select(.scenario == "s1" or .scenario == "s2") | .verdict]
+        | if any(. == "FAIL") then "FAIL" elif any(. == "INCONCLUSIVE") then "INCONCLUSIVE" else "PASS" end)'
+jqok "index.json: smoke, host, versions, config, target ratio" \
+    '.smoke == true and .host.cores > 0 and (.versions.git_commit | length) == 40 and .config.wrk_conns == 32 and .target_ratio == 0.5'
+ok "summary.md holds a verdict line marked as a smoke run" grep -Eq '^\*\*Verdict: (PASS|FAIL|INCONCLUSIVE)\*\* \(smoke run, not a result\)' "$batch/summary.md"
+ok "summary.md says plainly that smoke figures are not results" grep -q 'Smoke run: checks the pipeline, too short to mean anything' "$batch/summary.md"
+ok "run_all's last lines say the smoke verdict is not a result" \
+    bash -c "tail -n 3 '$TMP/all.err' | grep -q 'smoke run: checks the pipeline, too short to mean anything'"
+ok "summary.md has a row per scenario in the probe, own-load and equal-load tables" \
+    bash -c "[[ \$(grep -Ec '^\| s[1-4] \|' '$batch/summary.md') -eq 12 ]] && grep -q '^## Equal load' '$batch/summary.md'"
 ok "summary.md names the host and versions" grep -Eq "Host .*cores.*kernel" "$batch/summary.md"
 ok "report.html rendered: a latency spectrum per scenario, own and equal load (tests/it_report.sh checks the page)" \
     bash -c "[[ \$(grep -Eo 'data-plot=\"latency-s[1-4]-(own|equal)\"' '$batch/report.html' | wc -l) -eq 8 ]]"
+ok "report.html: the smoke banner" grep -q 'Smoke run: checks the pipeline, too short to mean anything' "$batch/report.html"
 
-# ---- the verdict rules, on a copy of the smoke batch with figures set by hand ---------------
-# set_run BATCH RUN JQ: edits BATCH/RUN/result.json with JQ.
-set_run() { jq "$3" "$1/$2/result.json" >"$1/$2/r.tmp" && mv "$1/$2/r.tmp" "$1/$2/result.json"; }
+# ---- a failed run makes its scenario ERROR (the rest of the rules: test_analysis.py) --------
 fake="$TMP/results/fake-fail"
 cp -r "$batch" "$fake"
-for r in actor-mem-s1 async-mem-s1 actor-mem-s2 async-mem-s2; do
-    set_run "$fake" "$r" '.validity.saturated = true | .validity.loadgen_bound = false'
-done
-set_run "$fake" actor-mem-s1 '.saturation_rps = 400'
-set_run "$fake" async-mem-s1 '.saturation_rps = 1000'
-set_run "$fake" actor-mem-s2 '.saturation_rps = 500'
-set_run "$fake" async-mem-s2 '.saturation_rps = 1000'
+jq '.failure = "test failure"' "$fake/actor-mem-s2/result.json" >"$fake/r.tmp" && mv "$fake/r.tmp" "$fake/actor-mem-s2/result.json"
 "$ROOT/runner/summarize.sh" "$fake"
 res="$fake/index.json"
-jqok "verdict: saturated runs compare saturation req/s; s1 0.4 FAIL, s2 0.5 PASS" \
-    '.scenarios[0].basis == "saturation_rps" and .scenarios[0].ratio == 0.4 and .scenarios[0].verdict == "FAIL"
-     and .scenarios[1].ratio == 0.5 and .scenarios[1].verdict == "PASS"'
-jqok "verdict: overall FAIL when s1 fails" '.verdict.overall == "FAIL"'
-ok "summary.md says FAIL" grep -q '^\*\*Verdict: FAIL\*\*' "$fake/summary.md"
-set_run "$fake" actor-mem-s1 '.saturation_rps = 600'
-set_run "$fake" async-mem-s2 '.validity.saturated = false'
-"$ROOT/runner/summarize.sh" "$fake"
-jqok "verdict: a not-saturated run moves its scenario to req/CPU-s, saying why" \
-    '.scenarios[1].basis == "req_per_cpu_sec" and (.scenarios[1].basis_reason | test("async-mem not saturated"))
-     and .scenarios[0].basis == "saturation_rps" and .scenarios[0].verdict == "PASS"'
-ok "summary.md names the basis and the reason" grep -q 'on req/CPU-s from the .*because async-mem not saturated' "$fake/summary.md"
-set_run "$fake" actor-mem-s2 '.failure = "test failure"'
-"$ROOT/runner/summarize.sh" "$fake"
-jqok "verdict: a failed run makes its scenario ERROR and the overall INCOMPLETE" \
-    '.scenarios[1].verdict == "ERROR" and .verdict.overall == "INCOMPLETE" and (.failures | length) == 1'
+jqok "verdict: a failed run makes its scenario ERROR and the overall INCOMPLETE unless FAIL" \
+    '.scenarios[1].verdict == "ERROR" and (.verdict.overall == "INCOMPLETE" or .verdict.overall == "FAIL") and (.failures | length) == 1'
 ok "summary.md lists the failure" grep -q 'actor-mem-s2: test failure' "$fake/summary.md"
+
+# ---- a CPU hog on the server CPU: never PASS or FAIL ----------------------------------------
+srv_cpu=$(jq -r '.config.server_cpus' "$RESULTS_DIR/it/async-mem-s1/result.json" | cut -d, -f1 | cut -d- -f1)
+taskset -c "$srv_cpu" bash -c 'while :; do :; done' &
+hog=$!
+rc=0
+"$ROOT/run_all.sh" --smoke --scenarios=s1,s2 --repeats=2 --batch=it-hog --fail-on-verdict \
+    >"$TMP/hog.out" 2>"$TMP/hog.err" || rc=$?
+kill "$hog" 2>/dev/null || true
+wait "$hog" 2>/dev/null || true
+res="$RESULTS_DIR/it-hog/index.json"
+is "run_all.sh with a CPU hog on the server CPU exits 4 (INCONCLUSIVE) with --fail-on-verdict" "$rc" 4
+jqok "hog: probe-only runs for the second repeat, interleaved" \
+    '(.probe_runs | length) == 4 and all(.probe_runs[]; .kind == "probe" and .repeat == 2 and .sustained_rps == null)'
+jqok "hog: every run flags other load on the server CPUs" \
+    'all(.runs[], .probe_runs[], .equal_load_runs[]; .flags | index("other load") != null)'
+jqok "hog: s1 and s2 INCONCLUSIVE with a reason and a remedy" \
+    'all(.scenarios[]; .verdict == "INCONCLUSIVE" and (.reasons | length) > 0 and (.remedies | any(test("quiet host"))))'
+ok "hog: summary.md never says PASS or FAIL" bash -c "! grep -Eq 'Verdict: (PASS|FAIL)' '$RESULTS_DIR/it-hog/summary.md'"
+ok "hog: run_all's verdict line is INCONCLUSIVE" grep -q 'verdict: .*INCONCLUSIVE' "$TMP/hog.err"
 
 tap_finish

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# run.sh: runs every test: the cmocka unit binaries in $BUILD/tests/test_* and the
-# integration scripts tests/it_*.{sh,py}, each in its own process with a timeout.
+# run.sh: runs every test: the cmocka unit binaries in $BUILD/tests/test_*, the Python unit
+# tests tests/test_*.py and the integration scripts tests/it_*.{sh,py}, each in its own
+# process with a timeout.
 # Every test program speaks TAP ("ok N - name" / "not ok N - name"); this script counts
 # those lines across all programs and ends with "N passed, N failed".
 # A program that exits non-zero or times out without a "not ok" line counts one failure.
@@ -15,7 +16,7 @@ LOG_DIR="${LOG_DIR:-$BUILD/test-logs}"
 usage() {
     cat <<USAGE
 usage: tests/run.sh [--unit-only] [--it-only] [--help]
-Runs unit tests ($BUILD/tests/test_*) and integration tests (tests/it_*).
+Runs unit tests ($BUILD/tests/test_*, tests/test_*.py) and integration tests (tests/it_*).
 Environment: BUILD ($BUILD), TEST_TIMEOUT ($TEST_TIMEOUT s), TEST_FILTER, TEST_SKIP, LOG_DIR.
 USAGE
 }
@@ -38,6 +39,9 @@ progs=()
 if [[ $unit -eq 1 ]]; then
     for p in "$BUILD"/tests/test_*; do
         [[ -x "$p" && "$p" != *.o && "$p" != *.d ]] && progs+=("$p")
+    done
+    for p in tests/test_*.py; do
+        [[ -f "$p" ]] && progs+=("$p")
     done
 fi
 if [[ $it -eq 1 ]]; then

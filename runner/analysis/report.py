@@ -14,7 +14,7 @@ import re
 import subprocess
 import sys
 
-PLOTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "plots")
+PLOTS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "plots")
 SAFE = re.compile(r"[^A-Za-z0-9 ._+:,=()/-]")
 # Percentile axis: x = 1/(1-p), labelled as HdrHistogram's plotter does.
 X_TICKS = [(2, "50%"), (10, "90%"), (100, "99%"), (1000, "99.9%"), (10000, "99.99%"),
@@ -71,25 +71,28 @@ class Page:
 
 
 def validity_html(brief):
-    """The four validity flags of a brief result as small badges."""
+    """The validity of a brief result as small badges: one per problem (rules.py), or ok."""
     if brief is None:
         return '<span class="bad">no result</span>'
     if brief.get("failure"):
         return f'<span class="bad">failed: {esc(brief["failure"])}</span>'
-    val = brief.get("validity") or {}
-    out = []
-    for name, good, label in (("saturated", True, "saturated"), ("loadgen_bound", False, "loadgen-bound"),
-                              ("rate_held", True, "rate held"), ("clean", True, "clean")):
-        v = val.get(name)
-        if v is None:
-            out.append(f'<span class="flag na" title="not applicable">{esc(label)}: n/a</span>')
-        else:
-            cls = "ok" if v == good else "bad"
-            out.append(f'<span class="flag {cls}">{esc(label)}: {"yes" if v else "no"}</span>')
-    extra = [f for f in brief.get("flags") or [] if f == "other load on server CPUs"]
-    for f in extra:
-        out.append(f'<span class="flag bad">{esc(f)}</span>')
-    return " ".join(out)
+    problems = brief.get("problems") or []
+    if not problems:
+        return '<span class="flag ok">valid</span>'
+    return " ".join(f'<span class="flag bad" title="{esc(p.get("reason"))}">{esc(p.get("phase") or "run")}: '
+                    f'{esc(p.get("flag"))}</span>' for p in problems)
+
+
+def probe_validity_html(brief):
+    """The probe problems of a brief as badges (only the probe phase)."""
+    if brief is None:
+        return '<span class="bad">no result</span>'
+    if brief.get("failure"):
+        return f'<span class="bad">failed: {esc(brief["failure"])}</span>'
+    probs = [p for p in brief.get("problems") or [] if p.get("phase") == "probe"]
+    if not probs:
+        return '<span class="flag ok">valid</span>'
+    return " ".join(f'<span class="flag bad" title="{esc(p.get("reason"))}">{esc(p.get("flag"))}</span>' for p in probs)
 
 
 def read_histogram(path):
@@ -219,10 +222,11 @@ def render(batch_dir, work):
     for sc in scenarios:
         scn = safe_label(sc.get("scenario"))
         eq = sc.get("equal_load") or {}
-        for kind, actor_run, async_run, title in (
-                ("own", sc.get("actor_run"), sc.get("async_run"), f"{scn}: each at SAT_RATIO x its own saturation"),
+        for kind, actor_run, async_run, title, briefs in (
+                ("own", sc.get("actor_run"), sc.get("async_run"), f"{scn}: each at SAT_RATIO x its own saturation",
+                 (sc.get("actor_result"), sc.get("async_result"))),
                 ("equal", eq.get("actor_run"), eq.get("async_run"),
-                 f"{scn}: equal load, {eq.get('rate_rps')} req/s" if eq else "")):
+                 f"{scn}: equal load, {eq.get('rate_rps')} req/s" if eq else "", (eq.get("actor"), eq.get("async")))):
             files, xmax, have = {}, 100.0, False
             for who, run in (("actor", actor_run), ("async", async_run)):
                 pts = read_histogram(os.path.join(batch_dir, run, "histogram.txt")) if run else []
@@ -239,7 +243,9 @@ def render(batch_dir, work):
             plots[name] = svgs.inline(gnuplot("latency.gp", {
                 "actorfile": files["actor"], "asyncfile": files["async"], "xmax": float(min(xmax, 1e6)),
                 "plottitle": safe_label(title), "actorname": safe_label(sc.get("actor")),
-                "asyncname": safe_label(sc.get("async"))}, work), name)
+                "asyncname": safe_label(sc.get("async")),
+                "actorlg": int(bool((briefs[0] or {}).get("latency_by_loadgen"))),
+                "asynclg": int(bool((briefs[1] or {}).get("latency_by_loadgen")))}, work), name)
 
     return build_html(index, page, plots)
 
@@ -250,7 +256,8 @@ color:#1d2330;padding:0 16px;line-height:1.4}
 h1{font-size:1.6em;margin-bottom:4px} h2{border-bottom:2px solid #dde3ea;padding-bottom:4px;margin-top:36px}
 .banner{border-radius:8px;padding:14px 18px;margin:16px 0;border:2px solid}
 .banner.PASS{background:#e7f6ea;border-color:#2f9e44} .banner.FAIL{background:#fdecec;border-color:#d9480f}
-.banner.other{background:#fff7e0;border-color:#e0a800}
+.banner.other,.banner.INCONCLUSIVE{background:#fff7e0;border-color:#e0a800}
+.headline{font-size:1.05em;margin:6px 0} tr.lg td{color:#8a8f98;background:repeating-linear-gradient(45deg,#fafafa,#fafafa 6px,#f0f0f0 6px,#f0f0f0 12px)}
 .banner .verdict{font-size:1.8em;font-weight:700;margin-right:12px}
 .warn{background:#fff3cd;border:1px solid #e0a800;padding:8px 12px;border-radius:6px}
 table{border-collapse:collapse;margin:8px 0 16px;font-size:.92em}
@@ -260,7 +267,7 @@ th{background:#f3f5f8} td.n{text-align:right;font-variant-numeric:tabular-nums;w
 .ok{background:#e7f6ea;color:#1b5e20} .bad{background:#fdecec;color:#9b1c1c} .na{color:#6b7280}
 .flag.na{background:#eef0f3}
 .v-PASS{color:#1b7f35;font-weight:700} .v-FAIL{color:#c0392b;font-weight:700}
-.v-ERROR,.v-INCOMPLETE{color:#b7791f;font-weight:700}
+.v-ERROR,.v-INCOMPLETE,.v-INCONCLUSIVE{color:#b7791f;font-weight:700}
 .grid{display:flex;flex-wrap:wrap;gap:12px} figure.plot{margin:0}
 figure.plot svg{width:640px;height:auto;max-width:100%;border:1px solid #e5e9ef;border-radius:6px}
 .grid.one figure.plot svg{width:900px}
@@ -286,30 +293,41 @@ def build_html(index, page, plots):
     w(f'<p class="note">Mode {esc(index.get("mode"))}, {esc(ts.get("start"))} to {esc(ts.get("end"))} (UTC), '
       f'host {esc(host.get("hostname"))} ({f("host/cores")} cores). Rendered from index.json '
       f'(generated {esc(index.get("generated"))}) by runner/report.sh.</p>')
-    if index.get("mode") == "smoke":
-        w('<p class="warn">Smoke batch: a few seconds per run, for tests. Its figures are not results.</p>')
+    if index.get("smoke"):
+        w('<p class="warn"><strong>Smoke run: checks the pipeline, too short to mean anything.</strong> '
+          'Its figures and its verdict are not results.</p>')
 
     # ---- verdict banner
-    cls = overall if overall in ("PASS", "FAIL") else "other"
+    cls = overall if overall in ("PASS", "FAIL", "INCONCLUSIVE") else "other"
+    if index.get("smoke"):
+        cls = "other"
     w(f'<section class="banner {esc(cls)}" id="verdict"><span class="verdict">{esc(overall)}</span>'
-      f'actor / async &ge; target ratio {f("target_ratio", 2)} on s1 and s2. {esc(verdict.get("reason"))}')
+      f'{"<strong>(smoke run, not a result)</strong> " if index.get("smoke") else ""}'
+      f'actor / async &ge; target ratio {f("target_ratio", 2)} on s1 and s2.'
+      f'<p class="headline">{esc(verdict.get("headline"))}</p>')
     w("<table><tr><th>scenario</th><th>servers</th><th>compared on</th><th>actor</th><th>async</th>"
-      "<th>ratio actor/async</th><th>verdict</th><th>validity actor</th><th>validity async</th></tr>")
+      "<th>ratio actor/async</th><th>range (probe pairs)</th><th>verdict</th><th>why</th></tr>")
     for i, sc in enumerate(scenarios):
         k = f"scenarios/{i}"
         basis = sc.get("basis")
         unit = "req/s" if basis == "saturation_rps" else "req/CPU-s" if basis == "req_per_cpu_sec" else ""
-        basis_txt = (f'{esc(basis)} from the {esc(sc.get("basis_source"))}' if basis else "n/a")
-        if sc.get("basis_reason"):
-            basis_txt += f'<br><span class="note">because {esc(sc.get("basis_reason"))}</span>'
+        basis_txt = {"saturation_rps": "saturation req/s, median of the probe pairs",
+                     "req_per_cpu_sec": "req/CPU-s at equal load"}.get(basis, "n/a")
         v = sc.get("verdict") or "N/A"
         info = "" if sc.get("counts_for_overall") else ' <span class="note">(info)</span>'
-        errs = "".join(f'<br><span class="bad">{esc(e)}</span>' for e in sc.get("errors") or [])
+        frag = ' <span class="flag bad">fragile</span>' if sc.get("fragile") else ""
+        why = [esc(sc.get("basis_reason"))] if sc.get("basis_reason") else []
+        why += [esc(r) for r in sc.get("reasons") or []]
+        why += [f'<span class="bad">{esc(e)}</span>' for e in sc.get("errors") or []]
+        if sc.get("remedies"):
+            why.append("<strong>Remedy:</strong> " + esc("; ".join(sc["remedies"])))
+        rng = (f'{f(k + "/ratio_min", 3)}&ndash;{f(k + "/ratio_max", 3)} ({f(k + "/pairs_used")} of '
+               f'{f(k + "/pairs_total")} pairs)' if basis == "saturation_rps" else "n/a")
         w(f'<tr><td>{esc(sc.get("scenario"))}</td><td>{esc(sc.get("actor"))} vs {esc(sc.get("async"))}</td>'
           f'<td>{basis_txt}</td><td class="n">{f(k + "/actor_value", 0, unit)}</td>'
           f'<td class="n">{f(k + "/async_value", 0, unit)}</td><td class="n">{f(k + "/ratio", 3)}</td>'
-          f'<td><span class="v-{esc(v)}">{esc(v)}</span>{info}{errs}</td>'
-          f'<td>{validity_html(sc.get("actor_result"))}</td><td>{validity_html(sc.get("async_result"))}</td></tr>')
+          f'<td class="n">{rng}</td><td><span class="v-{esc(v)}">{esc(v)}</span>{frag}{info}</td>'
+          f'<td>{"<br>".join(why) or "all runs valid"}</td></tr>')
     w("</table></section>")
     if index.get("failures"):
         w("<h2>Failures</h2><ul>")
@@ -337,17 +355,40 @@ def build_html(index, page, plots):
           f'<td class="n">{f(k + "/async_result/target_rps", 0, "req/s")}</td></tr>')
     w("</table>")
 
+    w('<h3 id="probes">Every probe</h3><p class="note">Closed-loop probes run interleaved (actor, async, actor, '
+      'async, ...), each on a fresh server, so drift hits both servers alike. A pair counts only when both probes '
+      'are valid; the ratio is the median of the valid pairs.</p>')
+    w("<table><tr><th>scenario</th><th>pair</th><th>actor req/s</th><th>async req/s</th><th>actor server CPU</th>"
+      "<th>async server CPU</th><th>actor loadgen CPU</th><th>async loadgen CPU</th><th>validity actor</th>"
+      "<th>validity async</th></tr>")
+    for i, sc in enumerate(scenarios):
+        pr = sc.get("probes") or {}
+        for j in range(max(len(pr.get("actor") or []), len(pr.get("async") or []))):
+            ka, kb = f"scenarios/{i}/probes/actor/{j}", f"scenarios/{i}/probes/async/{j}"
+            w(f'<tr><td>{esc(sc.get("scenario"))}</td><td class="n">{j + 1}</td>'
+              f'<td class="n">{f(ka + "/saturation_rps", 0, "req/s")}</td>'
+              f'<td class="n">{f(kb + "/saturation_rps", 0, "req/s")}</td>'
+              f'<td class="n">{f(ka + "/probe/server_cpu_pct", 1, "%")}</td>'
+              f'<td class="n">{f(kb + "/probe/server_cpu_pct", 1, "%")}</td>'
+              f'<td class="n">{f(ka + "/probe/loadgen_cpu_pct", 1, "%")}</td>'
+              f'<td class="n">{f(kb + "/probe/loadgen_cpu_pct", 1, "%")}</td>'
+              f'<td>{probe_validity_html(get_path(index, ka))}</td>'
+              f'<td>{probe_validity_html(get_path(index, kb))}</td></tr>')
+    w("</table>")
+
     # ---- latency spectra
     w('<h2 id="latency">Latency percentile spectrum</h2>')
     w('<p class="note">Coordinated-omission corrected latency of the measured window (histogram.txt of each run), '
       'x = percentile on a log(1/(1-p)) axis. Left: each server at SAT_RATIO x its own saturation (different '
-      'offered loads). Right: both servers at the same constant rate (equal load).</p>')
+      'offered loads). Right: both servers at the same constant rate (equal load). A run limited by the load '
+      'generator (its CPU or its send lag over the thresholds of SPEC.md section 8) is drawn dashed and pale and its '
+      'rows are greyed: its latency is the load generator\'s queue, not the server\'s.</p>')
     for i, sc in enumerate(scenarios):
         scn = safe_label(sc.get("scenario"))
         w(f'<h3>{esc(sc.get("scenario"))}: {esc(sc.get("actor"))} vs {esc(sc.get("async"))}</h3>')
         w(f'<div class="grid">{plots.get(f"latency-{scn}-own", "")}{plots.get(f"latency-{scn}-equal", "")}</div>')
         w("<table><tr><th>run</th><th>rate</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>max</th>"
-          "<th>validity</th></tr>")
+          "<th>send lag p99</th><th>validity</th></tr>")
         for key, label in ((f"scenarios/{i}/actor_result", sc.get("actor_run")),
                            (f"scenarios/{i}/async_result", sc.get("async_run")),
                            (f"scenarios/{i}/equal_load/actor", (sc.get("equal_load") or {}).get("actor_run")),
@@ -355,9 +396,13 @@ def build_html(index, page, plots):
             brief = get_path(index, key)
             if brief is None:
                 continue
-            w(f'<tr><td>{esc(label)}</td><td class="n">{f(key + "/sustained_rps", 0, "req/s")}</td>'
+            lg = brief.get("latency_by_loadgen")
+            cls = ' class="lg" title="limited by the load generator: its queue, not the server"' if lg else ""
+            w(f'<tr{cls}><td>{esc(label)}{" (loadgen-limited)" if lg else ""}</td>'
+              f'<td class="n">{f(key + "/sustained_rps", 0, "req/s")}</td>'
               + "".join(f'<td class="n">{f(key + "/" + m, 3, "ms")}</td>' for m in
-                        ("latency_p50_ms", "latency_p90_ms", "latency_p99_ms", "latency_p99_9_ms", "latency_max_ms"))
+                        ("latency_p50_ms", "latency_p90_ms", "latency_p99_ms", "latency_p99_9_ms", "latency_max_ms",
+                         "send_lag_p99_ms"))
               + f"<td>{validity_html(brief)}</td></tr>")
         w("</table>")
         if sc.get("equal_load"):
@@ -418,7 +463,9 @@ def build_html(index, page, plots):
             ("compiler", esc(ver.get("compiler")))]
     rows += [(name, esc(ver.get(name))) for name in ("libuv", "llhttp", "sqlite", "ck", "jansson")]
     rows += [("mode", esc(index.get("mode"))), ("TARGET_RATIO", f("target_ratio", 2)),
-             ("SAT_RATIO", f("sat_ratio", 2))]
+             ("SAT_RATIO", f("sat_ratio", 2)), ("probe repeats per server", f("repeats"))]
+    rows += [(f"validity threshold {name}", f(f"thresholds/{name}", 2))
+             for name in sorted(index.get("thresholds") or {})]
     rows += [(f"config.{name}", esc(json.dumps(value) if not isinstance(value, str) else value))
              for name, value in cfg.items()]
     elc = index.get("equal_load_config") or {}
@@ -461,5 +508,3 @@ def main(argv):
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main(sys.argv))

@@ -2,12 +2,14 @@
 """compare.py: per run, each metric of batch B relative to batch A (ratio B/A, percent, the
 direction in words with its sense: higher req/s and req/CPU-s are better, lower latency, CPU
 and memory are better), flagged when the change is larger than the noise threshold.
-Reads only the two index.json files; called by runner/compare.sh (python3 stdlib only).
+Reads only the two index.json files; called by runner/compare.sh through `python3 -m analysis
+compare` (python3 stdlib only).
 """
 import json
 import os
-import signal
 import sys
+
+from . import summary
 
 # (field, name, better, unit, decimals, noise class)
 METRICS = [
@@ -93,26 +95,16 @@ def compare_metric(a, b, metric, noise):
 
 
 def flags_of(run):
-    if run.get("failure"):
-        return ["failed"]
-    val = run.get("validity") or {}
-    out = []
-    if val.get("saturated") is False:
-        out.append("not saturated")
-    if val.get("loadgen_bound") is True:
-        out.append("loadgen-bound")
-    if val.get("rate_held") is False:
-        out.append("rate not held")
-    if val.get("clean") is False:
-        out.append("errors")
-    return out
+    """The run's validity flags by today's rules (rules.py), e.g. ["loadgen-bound"]."""
+    return summary.normalize(run)["flags"]
 
 
 def load(batch_dir):
     with open(os.path.join(batch_dir, "index.json"), encoding="utf-8") as fh:
         index = json.load(fh)
     runs = {}
-    for run in (index.get("runs") or []) + (index.get("equal_load_runs") or []):
+    for run in ((index.get("runs") or []) + (index.get("probe_runs") or [])
+                + (index.get("equal_load_runs") or [])):
         if run.get("run"):
             runs[run["run"]] = run
     return index, runs
@@ -196,6 +188,3 @@ def main(argv):
     return 0
 
 
-if __name__ == "__main__":
-    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `compare.sh A B | head` ends quietly
-    sys.exit(main(sys.argv))

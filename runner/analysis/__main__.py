@@ -1,0 +1,98 @@
+"""python3 -m analysis COMMAND ...: the command line of the analysis package (runner/ on
+PYTHONPATH). The shell scripts call it; a user rarely needs to.
+Exit: 0 done, 1 a file could not be read or written, 2 usage.
+"""
+import json
+import os
+import signal
+import sys
+
+USAGE = """usage: python3 -m analysis COMMAND ARGS   (with runner/ on PYTHONPATH)
+  result RUN_DIR                 build RUN_DIR/result.json from RUN_DIR/facts.json
+  line RUN_DIR probe|sustain     one progress line of that phase (after `result`)
+  summarize BATCH_DIR [TARGET]   write BATCH_DIR/index.json and summary.md
+  report BATCH_DIR WORK OUT      render report.html (runner/report.sh is the wrapper)
+  compare A_DIR B_DIR            compare two batches (runner/compare.sh is the wrapper)
+  equal-rate BATCH_DIR SCENARIO SAT_RATIO
+                                 the equal-load rate: SAT_RATIO x the slower server's
+                                 median saturation over its probes (exit 1 when a probe
+                                 run failed or is missing)
+  headline BATCH_DIR             the verdict word and headline of index.json, one line"""
+
+
+def _line(run_dir, phase):
+    from .result import build
+    from .rules import is_num
+    r = build(run_dir)
+    cfg = r.get("config") or {}
+
+    def f(v, d=0):
+        return "n/a" if not is_num(v) else f"{v:,.{d}f}"
+    if phase == "probe":
+        p = r.get("probe") or {}
+        flags = [fl["reason"] for fl in r.get("problems") or [] if fl["phase"] == "probe"]
+        return (f"{f(p.get('rps'))} req/s, server CPU {f(p.get('server_cpu_pct'), 1)}% of "
+                f"{cfg.get('server_cpu_count')} CPU(s), loadgen CPU {f(p.get('loadgen_cpu_pct'), 1)}% of "
+                f"{cfg.get('loadgen_cpu_count')} CPU(s)" + ("; FLAGGED: " + "; ".join(flags) if flags else ""))
+    flags = [fl["reason"] for fl in r.get("problems") or [] if fl["phase"] == "sustain"]
+    return (f"{f(r.get('sustained_rps'))} req/s of {f(r.get('target_rps'))}, p99 {f(r.get('latency_p99_ms'), 3)} ms, "
+            f"server CPU {f(r.get('server_cpu_pct'), 1)}% ({f(r.get('req_per_cpu_sec'))} req/CPU-s), handler p99 "
+            f"{f(r.get('handler_p99_us'))} us, loadgen CPU {f(r.get('loadgen_cpu_pct'), 1)}%, send lag p99 "
+            f"{f(r.get('send_lag_p99_ms'), 3)} ms" + ("; FLAGGED: " + "; ".join(flags) if flags else ""))
+
+
+def _equal_rate(batch_dir, scenario, sat_ratio):
+    from . import summary, verdict
+    idx = summary.build_index(batch_dir)
+    sc = next((s for s in idx["scenarios"] if s["scenario"] == scenario), None)
+    if sc is None:
+        raise ValueError(f"no scenario {scenario} in {batch_dir}")
+    meds = []
+    for who in ("actor", "async"):
+        runs = sc["probes"][who]
+        if any(r is None or r.get("failure") for r in runs):
+            raise ValueError(f"a {sc[who]} probe run failed or is missing")
+        meds.append(verdict.median([r["saturation_rps"] for r in runs]))
+    if not all(m and m > 0 for m in meds):
+        raise ValueError("a probe completed no requests")
+    return max(1, round(min(meds) * sat_ratio))
+
+
+def main(argv):
+    if len(argv) < 2 or argv[1] in ("-h", "--help"):
+        print(USAGE)
+        return 0 if len(argv) >= 2 else 2
+    cmd, args = argv[1], argv[2:]
+    try:
+        if cmd == "result" and len(args) == 1:
+            from . import result
+            result.write(args[0])
+        elif cmd == "line" and len(args) == 2 and args[1] in ("probe", "sustain"):
+            print(_line(args[0], args[1]))
+        elif cmd == "summarize" and len(args) in (1, 2):
+            from . import summary
+            summary.write(args[0], float(args[1]) if len(args) == 2 else None)
+        elif cmd == "report" and len(args) == 3:
+            from . import report
+            return report.main([argv[0]] + args)
+        elif cmd == "compare":
+            from . import compare
+            return compare.main([argv[0]] + args)
+        elif cmd == "equal-rate" and len(args) == 3:
+            print(_equal_rate(args[0], args[1], float(args[2])))
+        elif cmd == "headline" and len(args) == 1:
+            with open(os.path.join(args[0], "index.json"), encoding="utf-8") as fh:
+                v = json.load(fh)["verdict"]
+            print(v["overall"], v["headline"], sep="\t")
+        else:
+            print(USAGE, file=sys.stderr)
+            return 2
+    except (OSError, ValueError, KeyError) as err:
+        print(f"analysis {cmd}: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    sys.exit(main(sys.argv))

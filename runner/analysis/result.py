@@ -1,0 +1,259 @@
+"""result: builds a run's result.json (SPEC.md section 7) from the raw facts runner.sh
+recorded in the run folder's facts.json, the load generator's JSON of each phase and the
+/metrics scrapes. This is the one definition of result.json: every field is listed in
+FIELDS, present from the start and null until known, so a failed run still writes a
+complete document.
+
+facts.json (written by runner.sh, field by field as the run goes):
+  server, scenario, kind ("saturation", "probe" or "equal-load"), batch, run, repeat,
+  config, host, versions, timestamps{start, end}, clk_tck, failure,
+  phases{probe, sustain}: each {loadgen_json, histogram, cpu: [[clock_s, ticks] x 2],
+      cpustat: [[busy, total, steal] x 2], wall_s, target_rps (sustain), scrapes (sustain:
+      [before, after] file names)},
+  stop{rss_kb, code, killed, stop_s}.
+Clock samples are /proc/uptime seconds; ticks are utime+stime of the server process in
+CLK_TCK units; cpustat sums /proc/stat over the server's CPUs.
+"""
+import json
+import os
+
+from . import promtext, rules
+from .rules import is_num
+
+# The result.json fields in order (SPEC.md section 7 defines each).
+FIELDS = [
+    "server", "scenario", "kind", "batch", "run", "repeat",
+    "saturation_rps", "target_rps", "sustained_rps",
+    "latency_p50_ms", "latency_p75_ms", "latency_p90_ms", "latency_p99_ms", "latency_p99_9_ms",
+    "latency_p99_99_ms", "latency_max_ms", "latency_mean_ms",
+    "service_time_p50_ms", "service_time_p99_ms", "service_time_max_ms",
+    "send_lag_p50_ms", "send_lag_p99_ms", "send_lag_max_ms", "requests_waited_for_connection",
+    "requests_completed", "measured_window_s", "server_cpu_window_s",
+    "server_cpu_pct", "server_cpu_s", "req_per_cpu_sec", "server_rss_mb",
+    "handler_p99_us", "handler_p50_us",
+    "server_cpus_busy_pct", "server_cpus_other_pct", "server_cpus_steal_pct",
+    "loadgen_cpu_pct", "loadgen_cpu_s",
+    "errors", "errors_total", "status_counts", "unexpected_status_counts", "in_flight_at_end",
+    "probe", "server_metrics", "server_exit",
+    "config", "host", "versions", "timestamps", "validity", "flags", "problems", "failure",
+]
+VALIDITY = ["saturated", "loadgen_bound", "probe_loadgen_bound", "sustain_loadgen_bound",
+            "rate_held", "clean", "quiet"]
+
+
+def _load_json(path):
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh)
+    except (OSError, ValueError):
+        return None
+
+
+def _round(v, d):
+    return round(v, d) if is_num(v) else None
+
+
+def cpu_window(phase, clk_tck):
+    """(cpu_pct, cpu_s, window_s) of the server over PHASE's two CPU samples, or Nones."""
+    cpu = phase.get("cpu") or []
+    if len(cpu) != 2 or not clk_tck:
+        return None, None, None
+    (t0, k0), (t1, k1) = cpu
+    dt = t1 - t0
+    if dt <= 0:
+        return None, _round((k1 - k0) / clk_tck, 2), _round(dt, 2)
+    return _round(100.0 * (k1 - k0) / clk_tck / dt, 2), _round((k1 - k0) / clk_tck, 2), _round(dt, 2)
+
+
+def contention(phase, n_server_cpus, own_pct):
+    """{server_cpus_busy_pct, server_cpus_other_pct, server_cpus_steal_pct} over PHASE: how busy
+    the server's CPUs were (whoever ran), how much of that was not the server, and steal."""
+    st = phase.get("cpustat") or []
+    out = {"server_cpus_busy_pct": None, "server_cpus_other_pct": None, "server_cpus_steal_pct": None}
+    if len(st) != 2:
+        return out
+    (b0, t0, s0), (b1, t1, s1) = st
+    dt = t1 - t0
+    if dt <= 0:
+        return out
+    busy = _round(100.0 * n_server_cpus * (b1 - b0) / dt, 2)
+    out["server_cpus_busy_pct"] = busy
+    out["server_cpus_steal_pct"] = _round(100.0 * n_server_cpus * (s1 - s0) / dt, 2)
+    if is_num(own_pct):
+        out["server_cpus_other_pct"] = _round(max(busy - own_pct, 0.0), 2)
+    return out
+
+
+def loadgen_pct(lg):
+    """The load generator's CPU over its measured window, percent of one CPU."""
+    if is_num(lg.get("loadgen_cpu_pct")):
+        return _round(lg["loadgen_cpu_pct"], 2)
+    cpu = (lg.get("loadgen_cpu_s") or {}).get("total")
+    el = lg.get("elapsed_s")
+    if is_num(cpu) and is_num(el) and el > 0:
+        return _round(100.0 * cpu / el, 2)
+    return None
+
+
+def _lag(lg, key):
+    lag = lg.get("send_lag_ms")
+    return lag.get(key) if isinstance(lag, dict) and is_num(lag.get(key)) else None
+
+
+def _errors_total(lg):
+    errs = lg.get("errors")
+    return sum(v for v in errs.values() if is_num(v)) if isinstance(errs, dict) else None
+
+
+def phase_figures(run_dir, phase, clk_tck, n_srv):
+    """The figures common to every phase: load generator JSON, server CPU, contention."""
+    lg = _load_json(os.path.join(run_dir, phase.get("loadgen_json") or "")) or {}
+    cpu_pct, cpu_s, window = cpu_window(phase, clk_tck)
+    rps = lg.get("achieved_rps")
+    fig = {
+        "achieved_rps": rps, "requests_completed": lg.get("requests_completed"),
+        "measured_window_s": lg.get("elapsed_s"),
+        "server_cpu_pct": cpu_pct, "server_cpu_s": cpu_s, "server_cpu_window_s": window,
+        "req_per_cpu_sec": round(rps / (cpu_pct / 100)) if is_num(rps) and is_num(cpu_pct) and cpu_pct > 0 else None,
+        "loadgen_cpu_pct": loadgen_pct(lg),
+        "loadgen_cpu_s": (lg.get("loadgen_cpu_s") or {}).get("total"),
+        "loadgen_wall_s": phase.get("wall_s"),
+        "send_lag_p50_ms": _lag(lg, "p50"), "send_lag_p99_ms": _lag(lg, "p99"),
+        "send_lag_max_ms": _lag(lg, "max"),
+        "requests_waited_for_connection": lg.get("requests_waited_for_connection"),
+        "errors": lg.get("errors"), "errors_total": _errors_total(lg),
+        "status_counts": lg.get("status_counts"),
+        "unexpected_status_counts": lg.get("unexpected_status_counts"),
+        "in_flight_at_end": lg.get("in_flight_at_end"),
+        "connections_established": lg.get("connections_established"),
+        "connections_failed": lg.get("connections_failed"),
+        "latency": lg.get("latency_ms") or {}, "service": lg.get("service_time_ms") or {},
+        "have_loadgen": bool(lg),
+    }
+    fig.update(contention(phase, n_srv, cpu_pct))
+    return fig
+
+
+def build(run_dir):
+    """result.json's document for RUN_DIR (reads facts.json and the files it names)."""
+    facts = _load_json(os.path.join(run_dir, "facts.json")) or {}
+    res = {k: None for k in FIELDS}
+    for k in ("server", "scenario", "kind", "batch", "run", "repeat", "config", "host", "versions",
+              "timestamps", "failure"):
+        res[k] = facts.get(k)
+    res["validity"] = {k: None for k in VALIDITY}
+    cfg = facts.get("config") or {}
+    n_srv = cfg.get("server_cpu_count") or 1
+    n_lg = cfg.get("loadgen_cpu_count") or 1
+    clk = facts.get("clk_tck") or 100
+    phases = facts.get("phases") or {}
+    val = res["validity"]
+    problems = []
+
+    probe_f = phases.get("probe")
+    if probe_f:
+        f = phase_figures(run_dir, probe_f, clk, n_srv)
+        if f["have_loadgen"]:
+            probe = {
+                "rps": f["achieved_rps"], "requests_completed": f["requests_completed"],
+                "latency_p50_ms": f["latency"].get("p50"), "latency_p99_ms": f["latency"].get("p99"),
+                "latency_max_ms": f["latency"].get("max"),
+                "server_cpu_pct": f["server_cpu_pct"], "server_cpu_s": f["server_cpu_s"],
+                "req_per_cpu_sec": f["req_per_cpu_sec"],
+                "loadgen_cpu_pct": f["loadgen_cpu_pct"], "loadgen_cpu_s": f["loadgen_cpu_s"],
+                "loadgen_wall_s": f["loadgen_wall_s"],
+                "errors": f["errors"], "errors_total": f["errors_total"],
+                "unexpected_status_counts": f["unexpected_status_counts"],
+                "connections_established": f["connections_established"],
+                "connections_failed": f["connections_failed"],
+                "server_cpus_busy_pct": f["server_cpus_busy_pct"],
+                "server_cpus_other_pct": f["server_cpus_other_pct"],
+                "server_cpus_steal_pct": f["server_cpus_steal_pct"],
+                "json": probe_f.get("loadgen_json"), "histogram": probe_f.get("histogram"),
+            }
+            sat = rules.saturated(probe, n_srv)
+            probe["validity"] = {
+                "saturated": sat,
+                "loadgen_bound": rules.loadgen_bound(probe, n_lg, closed_loop=True, server_saturated=sat),
+                "clean": rules.clean(probe), "quiet": rules.quiet(probe, n_srv)}
+            res["probe"] = probe
+            res["saturation_rps"] = f["achieved_rps"]
+            val["saturated"] = sat
+            val["probe_loadgen_bound"] = probe["validity"]["loadgen_bound"]
+
+    sus_f = phases.get("sustain")
+    if sus_f:
+        res["target_rps"] = sus_f.get("target_rps")
+        f = phase_figures(run_dir, sus_f, clk, n_srv)
+        if f["have_loadgen"]:
+            lat, svc = f["latency"], f["service"]
+            res.update({
+                "sustained_rps": f["achieved_rps"], "requests_completed": f["requests_completed"],
+                "measured_window_s": f["measured_window_s"], "server_cpu_window_s": f["server_cpu_window_s"],
+                "latency_p50_ms": lat.get("p50"), "latency_p75_ms": lat.get("p75"),
+                "latency_p90_ms": lat.get("p90"), "latency_p99_ms": lat.get("p99"),
+                "latency_p99_9_ms": lat.get("p99_9"), "latency_p99_99_ms": lat.get("p99_99"),
+                "latency_max_ms": lat.get("max"), "latency_mean_ms": lat.get("mean"),
+                "service_time_p50_ms": svc.get("p50"), "service_time_p99_ms": svc.get("p99"),
+                "service_time_max_ms": svc.get("max"),
+                "server_cpu_pct": f["server_cpu_pct"], "server_cpu_s": f["server_cpu_s"],
+                "req_per_cpu_sec": f["req_per_cpu_sec"],
+                "loadgen_cpu_pct": f["loadgen_cpu_pct"], "loadgen_cpu_s": f["loadgen_cpu_s"],
+                "errors": f["errors"], "errors_total": f["errors_total"],
+                "status_counts": f["status_counts"], "unexpected_status_counts": f["unexpected_status_counts"],
+                "in_flight_at_end": f["in_flight_at_end"],
+            })
+            for k in ("send_lag_p50_ms", "send_lag_p99_ms", "send_lag_max_ms", "requests_waited_for_connection",
+                      "server_cpus_busy_pct", "server_cpus_other_pct", "server_cpus_steal_pct"):
+                res[k] = f[k]
+            val["rate_held"] = rules.rate_held(res["sustained_rps"], res["target_rps"])
+            val["sustain_loadgen_bound"] = rules.loadgen_bound(res, n_lg, closed_loop=False)
+        scrapes = sus_f.get("scrapes") or []
+        if len(scrapes) == 2 and all(os.path.exists(os.path.join(run_dir, s)) for s in scrapes):
+            before, after = (promtext.read(os.path.join(run_dir, s)) for s in scrapes)
+            res["handler_p99_us"] = promtext.handler_quantile_us(before, after, 0.99)
+            res["handler_p50_us"] = promtext.handler_quantile_us(before, after, 0.5)
+            res["server_metrics"] = {
+                "window_requests_by_route": promtext.routes(before, after),
+                "window_handled": promtext.handler_count(before, after),
+                "window_overload_rejections": round(promtext.delta(before, after, "http_overload_rejections_total")),
+                "store_users_after": round(promtext.total(after, "store_users")),
+                "open_connections_after": round(promtext.total(after, "http_open_connections")),
+                "scrapes": scrapes}
+
+    # clean and quiet cover every measured phase; loadgen_bound is any phase's
+    phase_docs = [p for p in (res["probe"], res if res["sustained_rps"] is not None else None) if p]
+    cleans = [rules.clean(p) for p in phase_docs]
+    quiets = [rules.quiet(p, n_srv) for p in phase_docs]
+    val["clean"] = None if not cleans or None in cleans else all(cleans)
+    val["quiet"] = None if not quiets or None in quiets else all(quiets)
+    bounds = [val["probe_loadgen_bound"], val["sustain_loadgen_bound"]]
+    val["loadgen_bound"] = None if all(b is None for b in bounds) else any(b is True for b in bounds)
+
+    stop = facts.get("stop") or {}
+    if is_num(stop.get("rss_kb")):
+        res["server_rss_mb"] = round(stop["rss_kb"] / 1024, 1)
+    if "code" in stop:
+        res["server_exit"] = {"code": stop.get("code"), "killed": stop.get("killed", False),
+                              "stop_s": stop.get("stop_s")}
+
+    if res["probe"]:
+        problems += [{"phase": "probe", "flag": fl, "reason": why} for fl, why in rules.probe_problems(res)]
+    if res["sustained_rps"] is not None:
+        problems += [{"phase": "sustain", "flag": fl, "reason": why} for fl, why in rules.sustain_problems(res)]
+    if res["failure"]:
+        problems = [{"phase": None, "flag": "failed", "reason": res["failure"]}]
+    res["problems"] = problems
+    res["flags"] = rules.run_flags(res)
+    return res
+
+
+def write(run_dir):
+    """Builds and writes RUN_DIR/result.json atomically; returns the document."""
+    res = build(run_dir)
+    tmp = os.path.join(run_dir, "result.json.tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(res, fh, indent=1)
+        fh.write("\n")
+    os.replace(tmp, os.path.join(run_dir, "result.json"))
+    return res

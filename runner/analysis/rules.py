@@ -1,0 +1,193 @@
+"""rules: the validity thresholds (SPEC.md section 8) and the flags of one run, with the reason
+for every flag that is not fine, in words and figures.
+
+Every threshold is a named constant here and nowhere else; SPEC.md gives the reasons.
+Works on result.json documents (dicts); never reads files.
+"""
+
+# A probe saturated the server when its CPU was at least this percent of its CPUs.
+SATURATED_CPU_PCT = 90.0
+# The load generator is the bottleneck of a phase when its CPU is at least this percent of
+# its CPUs: at 91-99% the corrected latency was measured to equal connections / rate (every
+# connection busy, requests queued inside the load generator), at 83-85% it was not.
+LOADGEN_CPU_PCT = 90.0
+# ... or, at a constant rate, when requests left the load generator late: the 99th
+# percentile of the send lag (actual write time minus planned time) above this bound, in ms.
+SEND_LAG_P99_MS = 1.0
+# ... except when the lag is the server's doing: more than this fraction of the requests
+# waited for a free connection (every connection was busy with a response not yet received).
+WAITED_FRACTION = 0.01
+# A phase is crowded when processes other than the server used more than this percent of
+# each server CPU (interrupts, steal and stray work count).
+OTHER_LOAD_PCT = 10.0
+# The rate was held when the achieved rate is within this fraction of the offered rate.
+RATE_HELD_FRACTION = 0.01
+
+
+def is_num(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def saturated(probe, n_server_cpus):
+    """True when the probe's server CPU reached SATURATED_CPU_PCT of its CPUs (None if unknown)."""
+    cpu = (probe or {}).get("server_cpu_pct")
+    if not is_num(cpu):
+        return None
+    return cpu >= SATURATED_CPU_PCT * n_server_cpus
+
+
+def loadgen_bound(phase, n_loadgen_cpus, closed_loop, server_saturated=None):
+    """Whether the load generator, not the server, limited PHASE (a dict with loadgen_cpu_pct,
+    send_lag_p99_ms, requests_completed, requests_waited_for_connection).
+
+    Closed loop (the probe): the load generator set the rate when its CPU reached
+    LOADGEN_CPU_PCT while the server was not saturated. Constant rate: when its CPU reached
+    LOADGEN_CPU_PCT (it could not keep up with its own schedule), or when the send lag p99
+    exceeded SEND_LAG_P99_MS without the server holding the connections. None when unknown."""
+    cpu = phase.get("loadgen_cpu_pct")
+    if not is_num(cpu):
+        return None
+    cpu_bound = cpu >= LOADGEN_CPU_PCT * n_loadgen_cpus
+    if closed_loop:
+        return cpu_bound and server_saturated is False
+    return cpu_bound or lag_bound(phase)
+
+
+def lag_bound(phase):
+    """True when a constant-rate phase sent late on its own account (see loadgen_bound)."""
+    lag = phase.get("send_lag_p99_ms")
+    if not is_num(lag) or lag <= SEND_LAG_P99_MS:
+        return False
+    return not waited_much(phase)
+
+
+def waited_much(phase):
+    """True when more than WAITED_FRACTION of the requests waited for a free connection."""
+    waited, done = phase.get("requests_waited_for_connection"), phase.get("requests_completed")
+    return is_num(waited) and is_num(done) and done > 0 and waited > WAITED_FRACTION * done
+
+
+def quiet(phase, n_server_cpus):
+    """True when others used at most OTHER_LOAD_PCT of each server CPU during PHASE."""
+    other = phase.get("server_cpus_other_pct")
+    if not is_num(other):
+        return None
+    return other <= OTHER_LOAD_PCT * n_server_cpus
+
+
+def rate_held(achieved, target):
+    if not is_num(achieved) or not is_num(target) or target <= 0:
+        return None
+    return abs(achieved - target) <= RATE_HELD_FRACTION * target
+
+
+def clean(phase):
+    """No error of any class and no unexpected status in PHASE (None when not measured)."""
+    errors = phase.get("errors")
+    if errors is None:
+        return None
+    total = sum(v for v in errors.values() if is_num(v))
+    unexpected = sum(v for v in (phase.get("unexpected_status_counts") or {}).values() if is_num(v))
+    return total == 0 and unexpected == 0
+
+
+def fmt_pct(v):
+    return "n/a" if not is_num(v) else f"{v:.1f}%"
+
+
+def probe_problems(run):
+    """[(flag, reason)] of what makes RUN's probe unusable as a saturation figure; [] when fine.
+    Flags: failed, no probe, not saturated, loadgen-bound, errors, other load."""
+    if run is None:
+        return [("no result", "no result.json")]
+    if run.get("failure"):
+        return [("failed", f"the run failed: {run['failure']}")]
+    probe = run.get("probe")
+    if not probe:
+        return [("no probe", "the run has no probe")]
+    n_srv = (run.get("config") or {}).get("server_cpu_count") or 1
+    n_lg = (run.get("config") or {}).get("loadgen_cpu_count") or 1
+    val = probe.get("validity") or {}
+    out = []
+    if val.get("loadgen_bound"):
+        out.append(("loadgen-bound", f"the load generator saturated first in the probe (loadgen CPU "
+                    f"{fmt_pct(probe.get('loadgen_cpu_pct'))} of {n_lg} CPU(s), server CPU "
+                    f"{fmt_pct(probe.get('server_cpu_pct'))} of {n_srv})"))
+    elif val.get("saturated") is False:
+        out.append(("not saturated", f"the probe did not saturate the server (server CPU "
+                    f"{fmt_pct(probe.get('server_cpu_pct'))} of {n_srv} CPU(s), below "
+                    f"{SATURATED_CPU_PCT:g}%)"))
+    if val.get("clean") is False:
+        out.append(("errors", f"{probe.get('errors_total', '?')} errors in the probe"))
+    if val.get("quiet") is False:
+        out.append(("other load", f"other load on the server CPUs in the probe "
+                    f"({fmt_pct(probe.get('server_cpus_other_pct'))} not the server)"))
+    return out
+
+
+def sustain_problems(run):
+    """[(flag, reason)] of what makes RUN's constant-rate window unusable (rate not held,
+    errors, other load on the server CPUs, the load generator the bottleneck, no CPU figure);
+    [] when fine."""
+    if run is None:
+        return [("no result", "no result.json")]
+    if run.get("failure"):
+        return [("failed", f"the run failed: {run['failure']}")]
+    if run.get("sustained_rps") is None:
+        return [("no sustain", "the run has no constant-rate window")]
+    val = run.get("validity") or {}
+    n_srv = (run.get("config") or {}).get("server_cpu_count") or 1
+    n_lg = (run.get("config") or {}).get("loadgen_cpu_count") or 1
+    out = []
+    if val.get("sustain_loadgen_bound"):
+        why = []
+        if is_num(run.get("loadgen_cpu_pct")) and run["loadgen_cpu_pct"] >= LOADGEN_CPU_PCT * n_lg:
+            why.append(f"loadgen CPU {fmt_pct(run['loadgen_cpu_pct'])} of {n_lg} CPU(s)")
+        if lag_bound(run):
+            why.append(f"send lag p99 {run['send_lag_p99_ms']:.3f} ms > {SEND_LAG_P99_MS:g} ms")
+        out.append(("loadgen-bound", "the load generator could not keep its schedule ("
+                    + ", ".join(why or ["see loadgen.json"]) + ")"))
+    if val.get("rate_held") is False:
+        out.append(("rate not held", f"{run.get('sustained_rps', 0):,.0f} of {run.get('target_rps', 0):,.0f} "
+                    "req/s achieved"))
+    if clean(run) is False:
+        out.append(("errors", f"{run.get('errors_total', '?')} errors"))
+    if quiet(run, n_srv) is False:
+        out.append(("other load", f"other load on the server CPUs ({fmt_pct(run.get('server_cpus_other_pct'))} "
+                    "not the server)"))
+    if not is_num(run.get("req_per_cpu_sec")):
+        out.append(("no CPU figure", "no server CPU figure"))
+    return out
+
+
+def run_flags(run):
+    """The short flags of a run for tables: every problem of its probe and its sustain."""
+    if run is None:
+        return ["no result"]
+    if run.get("failure"):
+        return ["failed"]
+    flags = []
+    if run.get("probe"):
+        flags += [f for f, _ in probe_problems(run)]
+    if run.get("sustained_rps") is not None:
+        flags += [f for f, _ in sustain_problems(run) if f not in flags]
+    return flags
+
+
+# The remedy for each kind of problem, in words a user can act on.
+REMEDY = {
+    "loadgen-bound": "the load generator saturated first: give it more CPUs with LOADGEN_CPUS, "
+                     "or run it on other hosts with LOADGEN_HOSTS",
+    "not saturated": "the server never reached its capacity: raise WRK_CONNS, or check that "
+                     "SERVER_CPUS are not shared",
+    "other load": "other processes used the server CPUs: run on a quiet host (nothing else "
+                  "running; compare `top` before the run)",
+    "rate not held": "the offered rate was not reached: lower SAT_RATIO, or read the run's "
+                     "loadgen.json and server.log",
+    "errors": "requests failed: read the run's loadgen.json (errors by class) and server.log",
+    "failed": "a run failed: read its runner.log and result.json's failure",
+    "no result": "a run did not start: read run_all.log",
+    "no probe": "re-run the batch",
+    "no sustain": "re-run the batch",
+    "no CPU figure": "re-run the batch; the server's CPU could not be read",
+}

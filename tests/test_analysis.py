@@ -1,0 +1,439 @@
+#!/usr/bin/env python3
+"""test_analysis.py: unit tests of runner/analysis (TAP): Prometheus scrape diffs, the CPU and
+contention arithmetic, every validity rule (SPEC.md section 8), the scenario decision and the
+overall verdict (section 9) on batches built from raw facts the way runner.sh records them:
+valid probes, other load on the server CPUs, a rate not held, a loadgen-bound sustain,
+invalid equal-load runs, fragile ranges, failed runs and smoke batches. Runs no benchmark;
+writes only to a temporary folder.
+"""
+import json
+import os
+import shutil
+import sys
+import tempfile
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "runner"))
+
+from analysis import compare, promtext, result, rules, summary, verdict  # noqa: E402
+
+FIX = os.path.join(ROOT, "tests", "fixtures")
+N_SRV, N_LG, TCK = 1, 1, 100
+
+
+def loadgen_doc(rps, window_s=10.0, cpu_pct=50.0, errors=0, p99=1.0, lag_p99=None, waited=None, rate=0.0):
+    """A load generator JSON as build/loadgen --json writes it."""
+    done = int(rps * window_s)
+    doc = {"achieved_rps": rps, "requests_completed": done, "elapsed_s": window_s, "target_rps": rate,
+           "errors": {"connect": 0, "read": 0, "write": 0, "timeout": 0, "parse": 0, "status": errors},
+           "status_counts": {"200": done}, "unexpected_status_counts": {"500": errors} if errors else {},
+           "in_flight_at_end": 0, "connections_established": 32, "connections_failed": 0,
+           "latency_ms": {"p50": p99 / 4, "p75": p99 / 3, "p90": p99 / 2, "p99": p99, "p99_9": p99 * 1.5,
+                          "p99_99": p99 * 2, "max": p99 * 3, "mean": p99 / 4},
+           "service_time_ms": {"p50": 0.1, "p99": 0.5, "max": 1.0},
+           "loadgen_cpu_s": {"user": 0, "sys": 0, "total": cpu_pct / 100 * window_s}}
+    if lag_p99 is not None:
+        doc["send_lag_ms"] = {"p50": lag_p99 / 10, "p99": lag_p99, "max": lag_p99 * 2}
+    if waited is not None:
+        doc["requests_waited_for_connection"] = waited
+    return doc
+
+
+class Batch:
+    """A batch folder built from raw facts, as runner.sh and run_all.sh write them."""
+
+    def __init__(self, root, name, mode="quick", repeats=3, target=0.5):
+        self.dir = os.path.join(root, name)
+        os.makedirs(self.dir)
+        self.mode = mode
+        self.runs = []
+        self.matrix = {"batch": name, "mode": mode, "target_ratio": target, "sat_ratio": 0.7, "repeats": repeats,
+                       "equal_load_warmup_sec": 5, "equal_load_measure_sec": 10, "started": "2026-12-01T00:00:00Z",
+                       "ended": "2026-12-01T00:10:00Z", "runs": []}
+
+    def run(self, server, sc, kind="saturation", repeat=1, probe=None, sustain=None, failure=None):
+        """PROBE / SUSTAIN: dicts of (rps, server_cpu, lg_cpu, other, errors, p99, lag_p99, waited,
+        target); None leaves the phase out."""
+        suffix = {"saturation": "", "probe": f"-probe{repeat}", "equal-load": "-equal"}[kind]
+        name = f"{server}-{sc}{suffix}"
+        d = os.path.join(self.dir, name)
+        os.makedirs(d)
+        facts = {"server": server, "scenario": sc, "kind": kind, "batch": os.path.basename(self.dir), "run": name,
+                 "repeat": repeat if kind != "equal-load" else None,
+                 "config": {"mode": self.mode, "server_cpu_count": N_SRV, "loadgen_cpu_count": N_LG,
+                            "server_cpus": "0", "loadgen_cpus": "1", "server_threads": 1, "wrk_conns": 256,
+                            "wrk_threads": 1, "sat_ratio": 0.7, "group_commit": 1},
+                 "host": {"hostname": "fixture", "cores": 2, "cpu_model": "Fixture CPU", "kernel": "6"},
+                 "versions": {"git_commit": "0" * 40, "git_dirty": False},
+                 "timestamps": {"start": "2026-12-01T00:00:00Z", "end": "2026-12-01T00:00:30Z"},
+                 "clk_tck": TCK, "phases": {}, "stop": {"rss_kb": 10240, "code": 0, "killed": False, "stop_s": 0.1},
+                 "failure": failure}
+        for phase, spec, fname, rate_key in (("probe", probe, "probe.json", None),
+                                             ("sustain", sustain, "loadgen.json", "target")):
+            if spec is None:
+                continue
+            spec = dict({"server_cpu": 95.0, "lg_cpu": 50.0, "other": 0.0, "errors": 0, "p99": 1.0,
+                         "lag_p99": None, "waited": None}, **spec)
+            rate = spec.get("target", 0) if rate_key else 0
+            with open(os.path.join(d, fname), "w", encoding="utf-8") as fh:
+                json.dump(loadgen_doc(spec["rps"], 10.0, spec["lg_cpu"], spec["errors"], spec["p99"],
+                                      spec["lag_p99"], spec["waited"], rate), fh)
+            ticks = spec["server_cpu"] / 100 * 10.0 * TCK
+            busy = (spec["server_cpu"] + spec["other"]) / 100 * 10.0 * TCK
+            facts["phases"][phase] = {"loadgen_json": fname, "histogram": "h.txt", "cpu": [[100.0, 0], [110.0, ticks]],
+                                      "cpustat": [[0, 0, 0], [busy, 10.0 * TCK, 0]], "wall_s": 11.0,
+                                      "target_rps": rate or None, "scrapes": None}
+        with open(os.path.join(d, "facts.json"), "w", encoding="utf-8") as fh:
+            json.dump(facts, fh)
+        doc = result.write(d)
+        if kind == "saturation":
+            self.matrix["runs"].append({"server": server, "scenario": sc})
+        return doc
+
+    def scenario(self, sc, actor_rps, async_rps, actor_probe=None, async_probe=None, eq=None, eq_actor=None,
+                 eq_async=None):
+        """Probes of both servers (one rps per repeat; *_probe: overrides per repeat index),
+        their sustains, and the equal-load pair (EQ: (actor req/CPU-s, async req/CPU-s) as rps at
+        50% CPU, or None for no equal-load runs)."""
+        actor, asyn = verdict.pair_of(sc)
+        for who, server, rpss, over in (("actor", actor, actor_rps, actor_probe or {}),
+                                        ("async", asyn, async_rps, async_probe or {})):
+            for i, rps in enumerate(rpss):
+                p = dict({"rps": rps}, **over.get(i, {}))
+                if i == 0:
+                    self.run(server, sc, "saturation", 1, probe=p,
+                             sustain={"rps": round(rps * 0.7), "target": round(rps * 0.7), "server_cpu": 70.0,
+                                      "lag_p99": 0.05})
+                else:
+                    self.run(server, sc, "probe", i + 1, probe=p)
+        if eq is not None:
+            rate = round(min(verdict.median(actor_rps), verdict.median(async_rps)) * 0.7)
+            for server, rpc, over in ((actor, eq[0], eq_actor or {}), (asyn, eq[1], eq_async or {})):
+                spec = dict({"rps": rate, "target": rate, "server_cpu": 100.0 * rate / rpc, "lag_p99": 0.05}, **over)
+                self.run(server, sc, "equal-load", sustain=spec)
+
+    def summarize(self):
+        with open(os.path.join(self.dir, "matrix.json"), "w", encoding="utf-8") as fh:
+            json.dump(self.matrix, fh)
+        return summary.write(self.dir)
+
+
+def scen(index, sc):
+    return next(s for s in index["scenarios"] if s["scenario"] == sc)
+
+
+class TestPromtext(unittest.TestCase):
+    def setUp(self):
+        self.before = promtext.read(os.path.join(FIX, "metrics_before.prom"))
+        self.after = promtext.read(os.path.join(FIX, "metrics_after.prom"))
+
+    def test_handler_quantiles_on_the_union_of_sparse_edges(self):
+        self.assertEqual(promtext.handler_quantile_us(self.before, self.after, 0.99), 20)
+        self.assertEqual(promtext.handler_quantile_us(self.before, self.after, 0.5), 10)
+
+    def test_empty_window_is_none(self):
+        self.assertIsNone(promtext.handler_quantile_us(self.before, self.before, 0.99))
+
+    def test_deltas_and_routes(self):
+        self.assertEqual(promtext.delta(self.before, self.after, "http_overload_rejections_total"), 3)
+        self.assertEqual(promtext.routes(self.before, self.after), {"metrics": 1, "ping": 1000})
+
+    def test_seconds_family_reads_as_microseconds(self):
+        def to_seconds(samples):
+            text = []
+            for n, lab, v in samples:
+                if n.startswith("http_handler_latency_us"):
+                    n = n.replace("_us", "_seconds")
+                    if "le" in lab and lab["le"] != "+Inf":
+                        lab = dict(lab, le=repr(float(lab["le"]) / 1e6))
+                labels = ",".join(f'{k}="{v2}"' for k, v2 in lab.items())
+                text.append(f"{n}{{{labels}}} {v}" if labels else f"{n} {v}")
+            return promtext.parse("\n".join(text))
+        b, a = to_seconds(self.before), to_seconds(self.after)
+        self.assertEqual(promtext.handler_quantile_us(b, a, 0.99), 20)
+        self.assertEqual(promtext.handler_quantile_us(b, a, 0.5), 10)
+
+
+class TestArithmetic(unittest.TestCase):
+    def test_cpu_window(self):
+        self.assertEqual(result.cpu_window({"cpu": [[100.0, 1000], [102.0, 1100]]}, 100), (50.0, 1.0, 2.0))
+        self.assertEqual(result.cpu_window({"cpu": []}, 100), (None, None, None))
+
+    def test_contention_other_is_busy_minus_own_floored(self):
+        c = result.contention({"cpustat": [[0, 0, 0], [600, 1000, 50]]}, 1, 40.0)
+        self.assertEqual((c["server_cpus_busy_pct"], c["server_cpus_other_pct"], c["server_cpus_steal_pct"]),
+                         (60.0, 20.0, 5.0))
+        self.assertEqual(result.contention({"cpustat": [[0, 0, 0], [300, 1000, 0]]}, 1, 40.0)["server_cpus_other_pct"], 0)
+
+    def test_rate_held_within_one_percent(self):
+        self.assertTrue(rules.rate_held(9901, 10000))
+        self.assertFalse(rules.rate_held(9899, 10000))
+        self.assertIsNone(rules.rate_held(None, 10000))
+
+
+class TestRules(unittest.TestCase):
+    def test_probe_loadgen_bound_only_when_the_server_is_not_saturated(self):
+        self.assertTrue(rules.loadgen_bound({"loadgen_cpu_pct": 95}, 1, True, server_saturated=False))
+        self.assertFalse(rules.loadgen_bound({"loadgen_cpu_pct": 95}, 1, True, server_saturated=True))
+        self.assertFalse(rules.loadgen_bound({"loadgen_cpu_pct": 80}, 1, True, server_saturated=False))
+
+    def test_constant_rate_loadgen_bound_by_cpu_or_lag(self):
+        self.assertTrue(rules.loadgen_bound({"loadgen_cpu_pct": 92}, 1, False))
+        self.assertFalse(rules.loadgen_bound({"loadgen_cpu_pct": 92}, 2, False))  # 46% of two CPUs
+        self.assertTrue(rules.loadgen_bound({"loadgen_cpu_pct": 50, "send_lag_p99_ms": 3.0,
+                                             "requests_completed": 1000, "requests_waited_for_connection": 0}, 1, False))
+        self.assertFalse(rules.loadgen_bound({"loadgen_cpu_pct": 50, "send_lag_p99_ms": 0.2}, 1, False))
+
+    def test_lag_from_busy_connections_is_the_servers(self):
+        phase = {"loadgen_cpu_pct": 50, "send_lag_p99_ms": 3.0, "requests_completed": 1000,
+                 "requests_waited_for_connection": 200}
+        self.assertFalse(rules.loadgen_bound(phase, 1, False))
+
+    def test_quiet_threshold_scales_with_server_cpus(self):
+        self.assertTrue(rules.quiet({"server_cpus_other_pct": 10.0}, 1))
+        self.assertFalse(rules.quiet({"server_cpus_other_pct": 10.5}, 1))
+        self.assertTrue(rules.quiet({"server_cpus_other_pct": 19.0}, 2))
+
+
+class TestResult(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp()
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp)
+
+    def test_every_field_present_and_derived(self):
+        b = Batch(self.tmp, "r")
+        res = b.run("async-mem", "s1", probe={"rps": 100000, "server_cpu": 95.0, "lg_cpu": 60.0},
+                    sustain={"rps": 70000, "target": 70000, "server_cpu": 70.0, "lg_cpu": 55.0, "lag_p99": 0.08,
+                             "waited": 0})
+        self.assertEqual(list(res), result.FIELDS)
+        self.assertEqual(res["saturation_rps"], 100000)
+        self.assertEqual(res["req_per_cpu_sec"], 100000)
+        self.assertEqual(res["loadgen_cpu_pct"], 55.0)
+        self.assertEqual(res["send_lag_p99_ms"], 0.08)
+        self.assertEqual(res["requests_waited_for_connection"], 0)
+        self.assertEqual(res["validity"], {"saturated": True, "loadgen_bound": False, "probe_loadgen_bound": False,
+                                           "sustain_loadgen_bound": False, "rate_held": True, "clean": True,
+                                           "quiet": True})
+        self.assertEqual(res["flags"], [])
+        self.assertEqual(res["server_rss_mb"], 10.0)
+
+    def test_sustain_loadgen_bound_is_flagged_with_its_reason(self):
+        b = Batch(self.tmp, "r")
+        res = b.run("async-mem", "s1", probe={"rps": 100000},
+                    sustain={"rps": 70000, "target": 70000, "server_cpu": 70.0, "lg_cpu": 97.6})
+        self.assertTrue(res["validity"]["sustain_loadgen_bound"])
+        self.assertTrue(res["validity"]["loadgen_bound"])
+        self.assertIn("loadgen-bound", res["flags"])
+        self.assertTrue(any("97.6%" in p["reason"] for p in res["problems"] if p["phase"] == "sustain"))
+
+    def test_failed_run_keeps_every_field(self):
+        b = Batch(self.tmp, "r")
+        res = b.run("async-mem", "s1", failure="server died")
+        self.assertEqual(list(res), result.FIELDS)
+        self.assertEqual(res["failure"], "server died")
+        self.assertEqual(res["flags"], ["failed"])
+
+
+class TestVerdict(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp()
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp)
+
+    def batch(self, name="b", **kw):
+        return Batch(self.tmp, name, **kw)
+
+    def test_valid_probes_decide_on_the_median_of_pairwise_ratios(self):
+        b = self.batch()
+        b.scenario("s1", [60000, 50000, 70000], [100000, 100000, 100000], eq=(1e5, 1e5))
+        b.scenario("s2", [90000, 99000, 95000], [100000, 100000, 100000], eq=(1e5, 1e5))
+        idx = b.summarize()
+        s1 = scen(idx, "s1")
+        self.assertEqual(s1["basis"], "saturation_rps")
+        self.assertEqual(s1["pair_ratios"], [0.6, 0.5, 0.7])
+        self.assertEqual((s1["ratio"], s1["ratio_min"], s1["ratio_max"]), (0.6, 0.5, 0.7))
+        self.assertEqual(s1["verdict"], "PASS")
+        self.assertTrue(s1["fragile"] is False)
+        self.assertEqual(idx["verdict"]["overall"], "PASS")
+        self.assertIn("on saturation req/s", idx["verdict"]["headline"])
+        self.assertIn("range 0.500-0.700", idx["verdict"]["headline"])
+
+    def test_exact_target_passes_and_below_fails(self):
+        b = self.batch()
+        b.scenario("s1", [50000], [100000], eq=(1e5, 1e5))
+        b.scenario("s2", [49990], [100000], eq=(1e5, 1e5))
+        idx = b.summarize()
+        self.assertEqual(scen(idx, "s1")["verdict"], "PASS")
+        self.assertEqual(scen(idx, "s2")["verdict"], "FAIL")
+        self.assertEqual(idx["verdict"]["overall"], "FAIL")
+
+    def test_a_range_that_crosses_the_target_is_fragile(self):
+        b = self.batch()
+        b.scenario("s1", [46000, 60000, 71000], [100000, 100000, 100000], eq=(1e5, 1e5))
+        b.scenario("s2", [90000, 90000, 90000], [100000, 100000, 100000], eq=(1e5, 1e5))
+        idx = b.summarize()
+        self.assertTrue(scen(idx, "s1")["fragile"])
+        self.assertTrue(idx["verdict"]["fragile"])
+        self.assertTrue(idx["verdict"]["headline"].startswith("PASS, fragile: s1 range 0.46-0.71"))
+
+    def test_an_invalid_pair_is_left_out_and_named(self):
+        b = self.batch()
+        b.scenario("s1", [60000, 10000, 70000], [100000, 100000, 100000], eq=(1e5, 1e5),
+                   actor_probe={1: {"other": 54.0}})
+        b.scenario("s2", [90000] * 3, [100000] * 3, eq=(1e5, 1e5))
+        s1 = scen(b.summarize(), "s1")
+        self.assertEqual(s1["basis"], "saturation_rps")
+        self.assertEqual(s1["pairs_used"], 2)
+        self.assertEqual(s1["pair_ratios"], [0.6, 0.7])
+        self.assertEqual(s1["excluded_pairs"][0]["repeat"], 2)
+        self.assertIn("other load", s1["basis_reason"])
+
+    def test_loadgen_bound_probes_fall_back_to_equal_load_saying_why(self):
+        b = self.batch()
+        slow = {i: {"server_cpu": 70.0, "lg_cpu": 97.0} for i in range(3)}
+        b.scenario("s1", [60000] * 3, [90000] * 3, eq=(95000, 100000), actor_probe=slow, async_probe=slow)
+        b.scenario("s2", [60000] * 3, [90000] * 3, eq=(95000, 100000), actor_probe=slow, async_probe=slow)
+        idx = b.summarize()
+        s1 = scen(idx, "s1")
+        self.assertEqual(s1["basis"], "req_per_cpu_sec")
+        self.assertEqual(s1["basis_source"], "equal-load runs")
+        self.assertEqual(s1["ratio"], 0.95)
+        self.assertIn("load generator saturated first", s1["basis_reason"])
+        self.assertTrue(idx["verdict"]["headline"].startswith("PASS on req/CPU-s at equal load"))
+        self.assertIn("because", idx["verdict"]["headline"])
+
+    def _inconclusive(self, eq_override, want_flag, want_remedy):
+        b = self.batch()
+        slow = {i: {"server_cpu": 70.0, "lg_cpu": 97.0} for i in range(3)}
+        for sc in ("s1", "s2"):
+            b.scenario(sc, [60000] * 3, [90000] * 3, eq=(95000, 100000), actor_probe=slow, async_probe=slow,
+                       eq_actor=eq_override)
+        idx = b.summarize()
+        s1 = scen(idx, "s1")
+        self.assertEqual(s1["verdict"], "INCONCLUSIVE")
+        self.assertIsNone(s1["ratio"])
+        self.assertTrue(any(want_flag in r for r in s1["reasons"]), s1["reasons"])
+        self.assertTrue(any(want_remedy in r for r in s1["remedies"]), s1["remedies"])
+        self.assertTrue(any("LOADGEN_CPUS" in r for r in s1["remedies"]), s1["remedies"])
+        self.assertEqual(idx["verdict"]["overall"], "INCONCLUSIVE")
+        self.assertIn("Remedy:", idx["verdict"]["headline"])
+        with open(os.path.join(b.dir, "summary.md"), encoding="utf-8") as fh:
+            md = fh.read()
+        self.assertIn("**Verdict: INCONCLUSIVE**", md)
+        self.assertNotIn("Verdict: PASS", md)
+        self.assertNotIn("Verdict: FAIL", md)
+        return idx
+
+    def test_other_load_on_equal_load_runs_is_inconclusive(self):
+        self._inconclusive({"other": 54.0}, "other load", "quiet host")
+
+    def test_rate_not_held_on_equal_load_is_inconclusive(self):
+        self._inconclusive({"rps": 20000}, "achieved", "SAT_RATIO")
+
+    def test_loadgen_bound_equal_load_is_inconclusive(self):
+        self._inconclusive({"lg_cpu": 97.6}, "could not keep its schedule", "LOADGEN_HOSTS")
+
+    def test_errors_in_equal_load_are_inconclusive(self):
+        self._inconclusive({"errors": 5}, "5 errors", "errors by class")
+
+    def test_failed_probe_is_error_and_overall_incomplete(self):
+        b = self.batch()
+        b.scenario("s1", [60000] * 3, [90000] * 3, eq=(1e5, 1e5))
+        b.scenario("s2", [60000] * 3, [90000] * 3, eq=(1e5, 1e5))
+        shutil.rmtree(os.path.join(b.dir, "actor-mem-s2-probe3"))
+        b.run("actor-mem", "s2", "probe", 3, failure="server exited")
+        idx = b.summarize()
+        self.assertEqual(scen(idx, "s2")["verdict"], "ERROR")
+        self.assertEqual(idx["verdict"]["overall"], "INCOMPLETE")
+
+    def test_fail_beats_inconclusive(self):
+        b = self.batch()
+        slow = {i: {"server_cpu": 70.0, "lg_cpu": 97.0} for i in range(3)}
+        b.scenario("s1", [40000] * 3, [100000] * 3, eq=(1e5, 1e5))
+        b.scenario("s2", [60000] * 3, [90000] * 3, eq=(1e5, 1e5), actor_probe=slow, eq_actor={"other": 50.0})
+        idx = b.summarize()
+        self.assertEqual(scen(idx, "s2")["verdict"], "INCONCLUSIVE")
+        self.assertEqual(idx["verdict"]["overall"], "FAIL")
+
+    def test_informational_scenarios_do_not_decide(self):
+        b = self.batch()
+        b.scenario("s1", [90000] * 3, [100000] * 3, eq=(1e5, 1e5))
+        b.scenario("s2", [90000] * 3, [100000] * 3, eq=(1e5, 1e5))
+        b.scenario("s4", [10000] * 3, [100000] * 3, eq=(1e5, 1e5))
+        idx = b.summarize()
+        self.assertEqual(scen(idx, "s4")["verdict"], "FAIL")
+        self.assertEqual(idx["verdict"]["overall"], "PASS")
+
+    def test_smoke_batches_say_they_are_not_results(self):
+        b = self.batch(mode="smoke", repeats=1)
+        b.scenario("s1", [90000], [100000], eq=(1e5, 1e5))
+        b.scenario("s2", [90000], [100000], eq=(1e5, 1e5))
+        idx = b.summarize()
+        self.assertTrue(idx["smoke"])
+        self.assertTrue(idx["verdict"]["headline"].startswith("smoke run: checks the pipeline, too short to mean anything"))
+        with open(os.path.join(b.dir, "summary.md"), encoding="utf-8") as fh:
+            md = fh.read()
+        self.assertIn("Smoke run: checks the pipeline, too short to mean anything", md)
+
+    def test_loadgen_limited_latency_is_marked_in_the_summary(self):
+        b = self.batch()
+        b.scenario("s1", [90000] * 3, [100000] * 3, eq=(1e5, 1e5), eq_actor={"lg_cpu": 97.0})
+        b.scenario("s2", [90000] * 3, [100000] * 3, eq=(1e5, 1e5))
+        idx = b.summarize()
+        self.assertTrue(scen(idx, "s1")["equal_load"]["actor"]["latency_by_loadgen"])
+        self.assertFalse(scen(idx, "s1")["equal_load"]["async"]["latency_by_loadgen"])
+        with open(os.path.join(b.dir, "summary.md"), encoding="utf-8") as fh:
+            md = fh.read()
+        row = next(line for line in md.split("## Equal load")[1].splitlines() if line.startswith("| s1 |"))
+        cells = row.split("|")
+        self.assertTrue(cells[3].strip().endswith(summary.LOADGEN_MARK), cells[3])
+        self.assertFalse(cells[4].strip().endswith(summary.LOADGEN_MARK), cells[4])
+
+    def test_equal_rate_uses_the_slower_median(self):
+        from analysis.__main__ import _equal_rate
+        b = self.batch()
+        b.scenario("s1", [60000, 50000, 70000], [100000, 90000, 95000])
+        b.summarize()
+        self.assertEqual(_equal_rate(b.dir, "s1", 0.7), 42000)
+
+    def test_compare_words(self):
+        words = compare.direction("saturation req/s", "higher", -7.1)
+        self.assertEqual(words, "B is 7.1% slower than A (saturation req/s)")
+        self.assertEqual(compare.direction("p99", "lower", 12.0), "B's p99 is 12.0% higher (worse) than A's")
+
+
+class TapResult(unittest.TextTestResult):
+    """Prints one TAP line per test."""
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self.n = 0
+
+    def _tap(self, test, ok, detail=""):
+        self.n += 1
+        print(f"{'ok' if ok else 'not ok'} {self.n} - {test.id().split('.', 1)[1]}{detail}", flush=True)
+
+    def addSuccess(self, test):
+        super().addSuccess(test)
+        self._tap(test, True)
+
+    def addFailure(self, test, err):
+        super().addFailure(test, err)
+        self._tap(test, False, ": " + self._exc_info_to_string(err, test).strip().splitlines()[-1])
+
+    def addError(self, test, err):
+        super().addError(test, err)
+        self._tap(test, False, ": " + self._exc_info_to_string(err, test).strip().splitlines()[-1])
+
+
+if __name__ == "__main__":
+    suite = unittest.defaultTestLoader.loadTestsFromModule(sys.modules[__name__])
+    res = unittest.TextTestRunner(stream=open(os.devnull, "w"), resultclass=TapResult, verbosity=0).run(suite)
+    for _, tb in res.failures + res.errors:
+        sys.stderr.write(tb)
+    print(f"1..{res.testsRun}")
+    sys.exit(0 if res.wasSuccessful() else 1)
