@@ -161,8 +161,9 @@ for i, sc in enumerate(index["scenarios"]):
             continue
         need += [f"{base}/{side}/{m}" for m in ("latency_p99_ms", "latency_p50_ms", "latency_p99_9_ms", "handler_p99_us",
                                                  "req_per_cpu_sec", "server_cpu_pct", "sustained_rps")]
-        if not side.startswith("equal"):
-            need.append(f"{base}/{side}/saturation_rps")
+    for who in ("actor", "async"):
+        need.append(f"{base}/saturation_median_rps/{who}")
+        need += [f"{base}/probes/{who}/{j}/saturation_rps" for j in range(len((sc.get("probes") or {}).get(who) or []))]
     if sc.get("equal_load"):
         need += [f"{base}/equal_load/rate_rps", f"{base}/equal_load/p99_ratio"]
 need = [k for k in need if isinstance(lookup(k), (int, float))]

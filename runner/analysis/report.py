@@ -188,9 +188,10 @@ def render(batch_dir, work):
             a, b = sc.get("actor_result") or {}, sc.get("async_result") or {}
             eq = sc.get("equal_load") or {}
             ea, eb = eq.get("actor") or {}, eq.get("async") or {}
-            b_sat = b.get("saturation_rps")
+            med = sc.get("saturation_median_rps") or {}
+            b_sat = med.get("async")
             mark = target_num * b_sat if isinstance(b_sat, (int, float)) else None
-            rows.append((i, label, num_or_nan(a.get("saturation_rps")), num_or_nan(b_sat), num_or_nan(mark)))
+            rows.append((i, label, num_or_nan(med.get("actor")), num_or_nan(b_sat), num_or_nan(mark)))
             ratio_rows.append((i, label, num_or_nan(sc.get("ratio")),
                                safe_label((sc.get("basis") or "none").replace("_", "-"))))
             eff_rows.append((i, label, num_or_nan(a.get("req_per_cpu_sec")), num_or_nan(b.get("req_per_cpu_sec")),
@@ -337,17 +338,18 @@ def build_html(index, page, plots):
 
     # ---- throughput
     w('<h2 id="throughput">Throughput</h2>')
-    w('<p class="note">Closed-loop saturation throughput of each server (the probe). The dashed mark over '
-      'each actor bar is target ratio x async: the actor passes on this figure when its bar reaches the mark. '
-      'When a probe was not saturated (or loadgen-bound), the verdict uses requests per server CPU-second '
-      'instead (right, and the efficiency section).</p>')
+    w('<p class="note">Closed-loop saturation throughput of each server (the median of its probes). The dashed '
+      'mark over each actor bar is target ratio x async: the actor passes on this figure when its bar reaches the '
+      'mark. When too few probe pairs are valid, the verdict uses requests per server CPU-second at equal load '
+      'instead (right, and the efficiency section), or none (INCONCLUSIVE).</p>')
     w(f'<div class="grid">{plots.get("throughput", "")}{plots.get("ratio", "")}</div>')
-    w("<table><tr><th>scenario</th><th>actor saturation</th><th>async saturation</th><th>ratio</th>"
+    w("<table><tr><th>scenario</th><th>actor saturation (median of probes)</th>"
+      "<th>async saturation (median of probes)</th><th>ratio (median of pairs)</th>"
       "<th>actor sustained</th><th>async sustained</th><th>actor target</th><th>async target</th></tr>")
     for i, sc in enumerate(scenarios):
         k = f"scenarios/{i}"
-        w(f'<tr><td>{esc(sc.get("scenario"))}</td><td class="n">{f(k + "/actor_result/saturation_rps", 0, "req/s")}</td>'
-          f'<td class="n">{f(k + "/async_result/saturation_rps", 0, "req/s")}</td>'
+        w(f'<tr><td>{esc(sc.get("scenario"))}</td><td class="n">{f(k + "/saturation_median_rps/actor", 0, "req/s")}</td>'
+          f'<td class="n">{f(k + "/saturation_median_rps/async", 0, "req/s")}</td>'
           f'<td class="n">{f(k + "/saturation_ratio", 3)}</td>'
           f'<td class="n">{f(k + "/actor_result/sustained_rps", 0, "req/s")}</td>'
           f'<td class="n">{f(k + "/async_result/sustained_rps", 0, "req/s")}</td>'

@@ -134,6 +134,10 @@ def build_index(batch_dir, target=None, generated=None):
         entry.update({
             "target_ratio": target, "counts_for_overall": sc in REQUIRED,
             "saturation_ratio": verdict._r3(verdict.median(all_pairs)),
+            "saturation_median_rps": {
+                who: verdict.median([r["saturation_rps"] for r in ps if r and not r.get("failure")
+                                     and is_num(r.get("saturation_rps"))])
+                for who, ps in (("actor", pa), ("async", pb))},
             "req_per_cpu_sec_ratio": _ratio((a or {}).get("req_per_cpu_sec"), (b or {}).get("req_per_cpu_sec")),
             "actor_result": brief(a), "async_result": brief(b),
             "probes": {"actor": [brief(r) for r in pa], "async": [brief(r) for r in pb]},
@@ -251,9 +255,7 @@ def render_markdown(index):
     w("| scenario | actor req/s (median) | async req/s (median) | ratio (median of pairs) | range | pairs used | verdict | excluded |")
     w("| --- | ---: | ---: | ---: | --- | ---: | --- | --- |")
     for s in index["scenarios"]:
-        pa = [p for p in s["probes"]["actor"] if p]
-        pb = [p for p in s["probes"]["async"] if p]
-        med = [verdict.median([p["saturation_rps"] for p in ps if is_num(p.get("saturation_rps"))]) for ps in (pa, pb)]
+        med = [s["saturation_median_rps"]["actor"], s["saturation_median_rps"]["async"]]
         rng = f"{n(s['ratio_min'], 3)}-{n(s['ratio_max'], 3)}" if is_num(s.get("ratio_min")) else "n/a"
         excl = "; ".join(f"pair {e['repeat']}: " + ", ".join(sorted({f"{r['server']} {r['flag']}" for r in e["reasons"]}))
                          for e in s.get("excluded_pairs") or []) or "none"
