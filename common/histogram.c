@@ -203,6 +203,47 @@ int histogram_merge(struct histogram *dst, const struct histogram *src)
     return 0;
 }
 
+void histogram_layout(const struct histogram *h, uint64_t *lowest, uint64_t *highest,
+                      int *sig_figs)
+{
+    *lowest = h->lowest;
+    *highest = h->highest;
+    *sig_figs = h->sig_figs;
+}
+
+uint64_t histogram_sum(const struct histogram *h)
+{
+    return load_u64(&h->sum);
+}
+
+int histogram_add_bucket(struct histogram *h, uint64_t value, uint64_t count)
+{
+    if (value > index_highest_equivalent(h, h->counts_len - 1))
+        return -ERANGE;
+    if (count == 0)
+        return 0;
+    size_t i = counts_index(h, value);
+    if (i >= h->counts_len)
+        return -ERANGE;
+    add_u64(&h->counts[i], count);
+    add_u64(&h->total, count);
+    return 0;
+}
+
+int histogram_add_summary(struct histogram *h, uint64_t min, uint64_t max, uint64_t sum,
+                          uint64_t out_of_range)
+{
+    if (min > max)
+        return -EINVAL;
+    add_u64(&h->sum, sum);
+    add_u64(&h->out_of_range, out_of_range);
+    if (min < load_u64(&h->min))
+        store_u64(&h->min, min);
+    if (max > load_u64(&h->max))
+        store_u64(&h->max, max);
+    return 0;
+}
+
 uint64_t histogram_total(const struct histogram *h)
 {
     return load_u64(&h->total);

@@ -49,6 +49,27 @@ uint64_t histogram_percentile(const struct histogram *h, double p);
 void histogram_foreach(const struct histogram *h,
                        void (*fn)(uint64_t upper, uint64_t count, void *ctx), void *ctx);
 
+/* ---- lossless export and import (e.g. one histogram per load-generator agent) ----
+ * Export: histogram_layout, the totals below and histogram_foreach's (value, count)
+ * pairs. Import into a histogram created with the same layout: histogram_add_bucket for
+ * every pair, then histogram_add_summary once. The result, alone or merged with others,
+ * equals the exported histogram (merge) exactly: counts, total, min, max, sum. */
+
+/* The arguments h was created with. */
+void histogram_layout(const struct histogram *h, uint64_t *lowest, uint64_t *highest,
+                      int *sig_figs);
+/* Sum of the (clamped) values recorded: mean = sum / total. */
+uint64_t histogram_sum(const struct histogram *h);
+/* Adds `count` to the bucket holding `value` (any value of that bucket, e.g. the upper
+ * value histogram_foreach gives) and to the total; min, max, sum and out_of_range are
+ * left to histogram_add_summary. Returns 0, or -ERANGE when value lies beyond the
+ * highest bucket. Writer thread only. */
+int histogram_add_bucket(struct histogram *h, uint64_t value, uint64_t count);
+/* Folds an exported histogram's min and max in and adds its sum and out_of_range (call
+ * only for a non-empty export). Returns 0, or -EINVAL when min > max. Writer thread. */
+int histogram_add_summary(struct histogram *h, uint64_t min, uint64_t max, uint64_t sum,
+                          uint64_t out_of_range);
+
 /* Writes the percentile spectrum in the HdrHistogram text format, values divided by
  * `value_scale` (e.g. 1000.0 to print microseconds as milliseconds), with
  * `ticks_per_half` steps per halving distance (5 is HdrHistogram's default).

@@ -277,6 +277,74 @@ static void test_foreach_order_and_sum(void **state)
     histogram_free(h);
 }
 
+struct export_ctx {
+    struct histogram *into;
+    int bad;
+};
+
+static void import_bucket(uint64_t upper, uint64_t count, void *ctx)
+{
+    struct export_ctx *e = ctx;
+    e->bad |= histogram_add_bucket(e->into, upper, count) != 0;
+}
+
+/* Lossless export/import: each part exported as (layout, totals, foreach buckets) and
+ * rebuilt with add_bucket + add_summary into one histogram equals recording the
+ * concatenated sample into one histogram. */
+static void test_export_import_equals_whole(void **state)
+{
+    uint64_t *a = xmalloc(N_VALUES * sizeof(uint64_t));
+    uint64_t *b = xmalloc(N_VALUES * sizeof(uint64_t));
+    generate(DIST_EXPONENTIAL, 21, a, N_VALUES);
+    generate(DIST_BIMODAL, 22, b, N_VALUES);
+    struct histogram *parts[2] = {histogram_new(LOWEST_US, HIGHEST_US, 3),
+                                  histogram_new(LOWEST_US, HIGHEST_US, 3)};
+    struct histogram *all = histogram_new(LOWEST_US, HIGHEST_US, 3);
+    for (size_t i = 0; i < N_VALUES; i++) {
+        histogram_record(parts[0], a[i]);
+        histogram_record(all, a[i]);
+        histogram_record(parts[1], b[i]);
+        histogram_record(all, b[i]);
+    }
+    histogram_record(parts[1], HIGHEST_US * 4); /* clamped into the top bucket */
+    histogram_record(all, HIGHEST_US * 4);
+    struct histogram *rebuilt = histogram_new(LOWEST_US, HIGHEST_US, 3);
+    for (int k = 0; k < 2; k++) {
+        uint64_t lo, hi;
+        int sig;
+        histogram_layout(parts[k], &lo, &hi, &sig);
+        assert_int_equal(lo, LOWEST_US);
+        assert_int_equal(hi, HIGHEST_US);
+        assert_int_equal(sig, 3);
+        struct export_ctx e = {rebuilt, 0};
+        histogram_foreach(parts[k], import_bucket, &e);
+        assert_int_equal(e.bad, 0);
+        assert_int_equal(histogram_add_summary(rebuilt, histogram_min(parts[k]),
+                                               histogram_max(parts[k]), histogram_sum(parts[k]),
+                                               histogram_out_of_range(parts[k])),
+                         0);
+    }
+    assert_int_equal(histogram_total(rebuilt), histogram_total(all));
+    assert_int_equal(histogram_out_of_range(rebuilt), 1);
+    assert_int_equal(histogram_min(rebuilt), histogram_min(all));
+    assert_int_equal(histogram_max(rebuilt), histogram_max(all));
+    assert_int_equal(histogram_sum(rebuilt), histogram_sum(all));
+    for (size_t i = 0; i < ARRAY_LEN(percentiles_centi); i++) {
+        double p = (double)percentiles_centi[i] / 100.0;
+        assert_int_equal(histogram_percentile(rebuilt, p), histogram_percentile(all, p));
+    }
+    /* A value beyond the top bucket, and min > max, are refused. */
+    assert_int_equal(histogram_add_bucket(rebuilt, UINT64_MAX / 2, 1), -ERANGE);
+    assert_int_equal(histogram_add_summary(rebuilt, 5, 4, 0, 0), -EINVAL);
+    assert_int_equal(histogram_total(rebuilt), histogram_total(all));
+    histogram_free(parts[0]);
+    histogram_free(parts[1]);
+    histogram_free(all);
+    histogram_free(rebuilt);
+    free(a);
+    free(b);
+}
+
 static void test_merge_equals_recording_into_one(void **state)
 {
     uint64_t *a = xmalloc(N_VALUES * sizeof(uint64_t));
@@ -515,6 +583,7 @@ int main(void)
         cmocka_unit_test(test_out_of_range_counted_and_clamped),
         cmocka_unit_test(test_foreach_order_and_sum),
         cmocka_unit_test(test_merge_equals_recording_into_one),
+        cmocka_unit_test(test_export_import_equals_whole),
         cmocka_unit_test(test_merge_different_layouts_rejected),
         cmocka_unit_test(test_hgrm_golden),
         cmocka_unit_test(test_hgrm_parses),
