@@ -18,8 +18,9 @@ void config_usage(void *fp)
     FILE *f = fp;
     fputs(
         "usage: loadgen --url http://HOST:PORT [options]\n"
+        "       loadgen merge [--hgrm FILE] [--hist-out FILE] OUT.json IN.hist.json...\n"
         "HTTP/1.1 load generator: closed loop or constant rate (coordinated-omission\n"
-        "corrected latency), one libuv loop per thread.\n"
+        "corrected latency), one event loop per thread.\n"
         "\n"
         "  --url URL            target, http://host:port[/path] (required)\n"
         "  --mix FILE           request mix (loadgen-scripts/README.md); default:\n"
@@ -28,17 +29,43 @@ void config_usage(void *fp)
         "  --threads N          threads, one event loop each (default 1)\n"
         "  --duration D         measured time, e.g. 15, 15s, 500ms, 2m (default 10s)\n"
         "  --warmup D           time before measuring: requests sent, not recorded (default 0)\n"
-        "  --rate R             total requests/s; 0 = closed loop (default 0)\n"
+        "  --rate R             total requests/s over all threads and agents; 0 = closed\n"
+        "                       loop (default 0)\n"
         "  --arrivals even|poisson  spacing of planned sends at a constant rate (default even)\n"
+        "  --tick D             constant rate: the loop wakes for its timer at most once per\n"
+        "                       tick and then sends every request that is due (any other\n"
+        "                       wake-up, e.g. a response, sends what is due too). Default\n"
+        "                       50us: at most 20,000 timer wake-ups/s, so a request costs no\n"
+        "                       timer of its own at any rate above that, while the send lag\n"
+        "                       a tick can add (<= 50 us) stays below a loopback round trip\n"
+        "                       of a loaded server. 0 = wake at every planned time (most\n"
+        "                       precise, costliest). Max 100ms.\n"
         "  --pipeline N         requests in flight per connection (default 1, max 64)\n"
         "  --timeout D          a response later than this is a timeout error (default 10s)\n"
+        "  --io auto|uring|epoll  socket I/O: io_uring (one system call per wake-up for all\n"
+        "                       connections) or epoll through libuv (a read and a write per\n"
+        "                       request); auto = io_uring when the kernel allows it\n"
+        "  --agent I/N          this process is agent I (0-based) of N sharing one schedule:\n"
+        "                       it sends R/N req/s with phase I/R, so the N agents' planned\n"
+        "                       times together are the single schedule at --rate R\n"
+        "  --start-at T         start sending at T, seconds since the epoch (CLOCK_REALTIME,\n"
+        "                       fraction allowed), so that agents on several hosts start\n"
+        "                       together; connections are opened before. More than 1 s in\n"
+        "                       the past is refused (exit 2 at start-up, 1 if it passed while\n"
+        "                       connecting)\n"
         "  --bearer TOKEN       value of ${BEARER} in mix files (default $BEARER, else\n"
         "                       " DEFAULT_BEARER ")\n"
         "  --seed N             seed for the random choices (default 1)\n"
-        "  --json FILE          write the results as JSON\n"
+        "  --json FILE          write the results as JSON (fields: loadgen-scripts/README.md)\n"
         "  --hgrm FILE          write the corrected-latency percentile spectrum (ms)\n"
+        "  --hist-out FILE      write the run losslessly: counters and every histogram's\n"
+        "                       non-empty bucket counts (input of 'loadgen merge')\n"
         "  --quiet              no progress line and no human summary\n"
         "  --help               this text\n"
+        "\n"
+        "merge: adds the bucket counts and counters of --hist-out files (e.g. one per agent)\n"
+        "and writes OUT.json in the --json shape with every percentile recomputed from the\n"
+        "summed counts (never averaged); refuses files whose histograms differ in layout.\n"
         "\n"
         "Progress: a line on stderr every second when stderr is a terminal (not with --quiet).\n"
         "Exit status: 0 run completed (errors are counted, not fatal), 1 runtime failure\n"
@@ -131,8 +158,45 @@ static int parse_uint(const char *s, uint64_t lo, uint64_t hi, unsigned *out)
 enum {
     OPT_URL = 256, OPT_MIX, OPT_CONNECTIONS, OPT_THREADS, OPT_DURATION, OPT_WARMUP, OPT_RATE,
     OPT_ARRIVALS, OPT_PIPELINE, OPT_TIMEOUT, OPT_BEARER, OPT_SEED, OPT_JSON, OPT_HGRM,
-    OPT_QUIET, OPT_HELP
+    OPT_QUIET, OPT_HELP, OPT_TICK, OPT_IO, OPT_AGENT, OPT_START_AT, OPT_HIST_OUT
 };
+
+int config_parse_agent(const char *s, unsigned *index, unsigned *count)
+{
+    const char *slash = strchr(s, '/');
+    uint64_t i, n;
+    if (slash == NULL || parse_u64(s, (size_t)(slash - s), &i) < 0 ||
+        parse_u64(slash + 1, strlen(slash + 1), &n) < 0 || n < 1 || n > CONFIG_MAX_AGENTS ||
+        i >= n)
+        return -EINVAL;
+    *index = (unsigned)i;
+    *count = (unsigned)n;
+    return 0;
+}
+
+int config_parse_epoch(const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    if (*s < '0' || *s > '9')
+        return -EINVAL;
+    double v = strtod(s, &end);
+    if (end == s || *end != '\0' || errno != 0 || !isfinite(v) || !(v > 0))
+        return -EINVAL;
+    *out = v;
+    return 0;
+}
+
+int config_check_start_at(double start_at, double now_s, char *err, size_t errlen)
+{
+    if (start_at <= 0 || start_at >= now_s - CONFIG_START_AT_PAST_MAX_S)
+        return 0;
+    snprintf(err, errlen,
+             "--start-at %.6f is %.3f s in the past (more than %.1f s): give a time ahead of "
+             "now (now is %.6f, CLOCK_REALTIME)",
+             start_at, now_s - start_at, CONFIG_START_AT_PAST_MAX_S, now_s);
+    return -ETIME;
+}
 
 int config_parse(int argc, char **argv, const char *env_bearer, struct config *cfg, char *err,
                  size_t errlen)
@@ -152,6 +216,11 @@ int config_parse(int argc, char **argv, const char *env_bearer, struct config *c
         {"seed", required_argument, NULL, OPT_SEED},
         {"json", required_argument, NULL, OPT_JSON},
         {"hgrm", required_argument, NULL, OPT_HGRM},
+        {"hist-out", required_argument, NULL, OPT_HIST_OUT},
+        {"tick", required_argument, NULL, OPT_TICK},
+        {"io", required_argument, NULL, OPT_IO},
+        {"agent", required_argument, NULL, OPT_AGENT},
+        {"start-at", required_argument, NULL, OPT_START_AT},
         {"quiet", no_argument, NULL, OPT_QUIET},
         {"help", no_argument, NULL, OPT_HELP},
         {NULL, 0, NULL, 0},
@@ -163,6 +232,8 @@ int config_parse(int argc, char **argv, const char *env_bearer, struct config *c
     cfg->pipeline = 1;
     cfg->timeout_ns = 10000000000ull;
     cfg->seed = 1;
+    cfg->tick_ns = CONFIG_DEFAULT_TICK_NS;
+    cfg->agent_count = 1;
     cfg->bearer = env_bearer && *env_bearer ? env_bearer : DEFAULT_BEARER;
     const char *url = NULL;
     opterr = 0;
@@ -212,6 +283,22 @@ int config_parse(int argc, char **argv, const char *env_bearer, struct config *c
         }
         case OPT_JSON: cfg->json_path = a; break;
         case OPT_HGRM: cfg->hgrm_path = a; break;
+        case OPT_HIST_OUT: cfg->hist_out_path = a; break;
+        case OPT_TICK:
+            bad = config_parse_duration(a, &cfg->tick_ns) || cfg->tick_ns > CONFIG_MAX_TICK_NS;
+            break;
+        case OPT_IO:
+            if (strcmp(a, "auto") == 0)
+                cfg->io = IO_AUTO;
+            else if (strcmp(a, "uring") == 0)
+                cfg->io = IO_URING;
+            else if (strcmp(a, "epoll") == 0)
+                cfg->io = IO_EPOLL;
+            else
+                bad = 1;
+            break;
+        case OPT_AGENT: bad = config_parse_agent(a, &cfg->agent_index, &cfg->agent_count); break;
+        case OPT_START_AT: bad = config_parse_epoch(a, &cfg->start_at); break;
         case OPT_QUIET: cfg->quiet = 1; break;
         case 'h':
         case OPT_HELP: config_usage(stdout); return 1;

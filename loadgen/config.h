@@ -11,7 +11,13 @@
 #define CONFIG_MAX_CONNECTIONS 100000
 #define CONFIG_MAX_THREADS 256
 
+#define CONFIG_DEFAULT_TICK_NS 50000ull      /* --tick default: 50 us */
+#define CONFIG_MAX_TICK_NS 100000000ull     /* 100 ms */
+#define CONFIG_MAX_AGENTS 1000
+#define CONFIG_START_AT_PAST_MAX_S 1.0      /* --start-at may lie this far in the past */
+
 enum arrivals { ARRIVALS_EVEN, ARRIVALS_POISSON };
+enum io_mode { IO_AUTO, IO_URING, IO_EPOLL };
 
 struct config {
     char url[512];
@@ -32,6 +38,12 @@ struct config {
     uint64_t seed;
     const char *json_path;
     const char *hgrm_path;
+    const char *hist_out_path; /* --hist-out: lossless histograms + counters (merge input) */
+    uint64_t tick_ns;    /* constant rate: timer wake-ups at most once per tick */
+    enum io_mode io;
+    unsigned agent_index; /* --agent i/N: this is agent i (0-based) of N */
+    unsigned agent_count;
+    double start_at;     /* --start-at: CLOCK_REALTIME seconds since the epoch; 0 = now */
     int quiet;
 };
 
@@ -46,6 +58,14 @@ int config_parse_duration(const char *s, uint64_t *out_ns);
 /* Parses "http://host[:port][/path]" into cfg's host, port, host_header and path.
  * 0 or -EINVAL. */
 int config_parse_url(const char *url, struct config *cfg);
+/* Parses "I/N" (0 <= I < N <= CONFIG_MAX_AGENTS) into *index, *count. 0 or -EINVAL. */
+int config_parse_agent(const char *s, unsigned *index, unsigned *count);
+/* Parses an absolute time in seconds since the epoch ("1767225600", "1767225600.25").
+ * 0 or -EINVAL (not a positive finite decimal number). */
+int config_parse_epoch(const char *s, double *out);
+/* Refuses a --start-at more than CONFIG_START_AT_PAST_MAX_S before now_s (both seconds
+ * since the epoch): returns 0, or -ETIME with the reason in err. */
+int config_check_start_at(double start_at, double now_s, char *err, size_t errlen);
 /* Prints the usage text to f. */
 void config_usage(void *f);
 

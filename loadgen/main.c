@@ -1,7 +1,9 @@
 /* loadgen: HTTP/1.1 load generator, closed loop or constant rate with coordinated
- * omission corrected latency. main parses flags, resolves the target, starts one worker
- * per thread, prints progress, measures its own CPU over the measured window, merges the
- * workers' stats and writes the reports. Globals here only: the stop flag. */
+ * omission corrected latency. main parses flags, resolves the target, picks the I/O
+ * (io_uring or epoll), starts one worker per thread, waits for --start-at, prints
+ * progress, measures its own CPU over the measured window, merges the workers' stats and
+ * writes the reports. `loadgen merge` is merge.c. Globals here only: the stop flag.
+ * Every time is the timebase clock (CLOCK_MONOTONIC); libuv's clock is never read. */
 #include <errno.h>
 #include <netdb.h>
 #include <signal.h>
@@ -14,13 +16,16 @@
 #include <uv.h>
 
 #include "config.h"
+#include "merge.h"
 #include "mix.h"
 #include "report.h"
 #include "stats.h"
+#include "timebase.h"
+#include "uring.h"
 #include "util.h"
 #include "worker.h"
 
-static volatile sig_atomic_t g_interrupted;
+static volatile int g_interrupted;
 
 static void on_signal(int sig)
 {
@@ -33,13 +38,22 @@ static double tv_s(struct timeval tv)
     return (double)tv.tv_sec + (double)tv.tv_usec / 1e6;
 }
 
-static void sleep_until_ns(uint64_t t_ns)
+/* 1 to use io_uring, 0 for epoll, or -1 (message printed) when --io uring cannot be had. */
+static int pick_io(const struct config *cfg)
 {
-    struct timespec ts = {.tv_sec = (time_t)(t_ns / 1000000000u),
-                          .tv_nsec = (long)(t_ns % 1000000000u)};
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-        if (g_interrupted)
-            return;
+    if (cfg->io == IO_EPOLL)
+        return 0;
+    struct uring probe;
+    int rc = uring_init(&probe, 8, 16);
+    if (rc == 0) {
+        uring_exit(&probe);
+        return 1;
+    }
+    if (cfg->io == IO_URING) {
+        fprintf(stderr, "loadgen: --io uring: io_uring is not usable here: %s\n", strerror(-rc));
+        return -1;
+    }
+    return 0;
 }
 
 static int resolve(const struct config *cfg, struct sockaddr_storage *out)
@@ -61,11 +75,16 @@ static int resolve(const struct config *cfg, struct sockaddr_storage *out)
 
 int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "merge") == 0)
+        return merge_main(argc - 1, argv + 1);
     static struct config cfg;
     char err[512];
     int rc = config_parse(argc, argv, getenv("BEARER"), &cfg, err, sizeof err);
     if (rc == 1)
         return 0;
+    if (rc == 0 && config_check_start_at(cfg.start_at, timebase_realtime_s(), err,
+                                         sizeof err) < 0)
+        rc = -ETIME;
     if (rc < 0) {
         fprintf(stderr, "loadgen: %s\n", err);
         fprintf(stderr, "try 'loadgen --help'\n");
@@ -94,6 +113,12 @@ int main(int argc, char **argv)
     sh.mix = &mix;
     if (resolve(&cfg, &sh.addr) < 0)
         return 1;
+    int use_uring = pick_io(&cfg);
+    if (use_uring < 0)
+        return 1;
+    sh.use_uring = use_uring;
+    char hostname[256] = "";
+    gethostname(hostname, sizeof hostname - 1);
 
     struct sigaction sa = {0};
     sa.sa_handler = on_signal;
@@ -123,22 +148,42 @@ int main(int argc, char **argv)
             first_error = worker_first_error(workers[i]);
     }
     sh.abort = established == 0;
-    sh.start_ns = now_ns();
-    pthread_barrier_wait(&sh.go);
-
     int exit_code = 0;
     if (sh.abort) {
         fprintf(stderr, "loadgen: cannot connect to %s: %s\n", cfg.url,
                 first_error ? uv_strerror(first_error) : "unknown error");
         exit_code = 1;
     }
+    sh.start_ns = timebase_now_ns();
+    if (!sh.abort && cfg.start_at > 0) {
+        /* One conversion from CLOCK_REALTIME; from here on only the monotonic clock. */
+        double ahead_s;
+        uint64_t at = timebase_from_realtime(cfg.start_at, &ahead_s);
+        if (config_check_start_at(cfg.start_at, timebase_realtime_s(), err, sizeof err) < 0) {
+            fprintf(stderr, "loadgen: %s (it passed while connecting)\n", err);
+            sh.abort = 1;
+            exit_code = 1;
+        } else if (at > sh.start_ns) {
+            if (timebase_sleep_until(at, &g_interrupted) < 0) {
+                fprintf(stderr, "loadgen: interrupted while waiting for --start-at\n");
+                sh.abort = 1;
+                exit_code = 1;
+            }
+            sh.start_ns = at;
+        } else if (at > 0) {
+            sh.start_ns = at; /* up to 1 s late: planned times already due are sent at once */
+        }
+    }
+    pthread_barrier_wait(&sh.go);
 
     uint64_t measure_start_ns = sh.start_ns + cfg.warmup_ns;
+    uint64_t now0 = timebase_now_ns();
+    uint64_t last_ns = now0 > sh.start_ns ? now0 : sh.start_ns;
     uint64_t end_ns = measure_start_ns + cfg.duration_ns;
     struct rusage ru0 = {0}, ru1 = {0};
     int progress = !cfg.quiet && isatty(STDERR_FILENO) && !sh.abort;
     if (!sh.abort) {
-        uint64_t last_ns = sh.start_ns, last_done = 0, next_ns = sh.start_ns + 1000000000u;
+        uint64_t last_done = 0, next_ns = last_ns + 1000000000u;
         int measuring = 0;
         for (;;) {
             uint64_t wake = next_ns;
@@ -146,8 +191,8 @@ int main(int argc, char **argv)
                 wake = measure_start_ns;
             if (end_ns < wake)
                 wake = end_ns;
-            sleep_until_ns(wake);
-            uint64_t now = now_ns();
+            timebase_sleep_until(wake, &g_interrupted);
+            uint64_t now = timebase_now_ns();
             if (!measuring && now >= measure_start_ns) {
                 getrusage(RUSAGE_SELF, &ru0);
                 measuring = 1;
@@ -199,7 +244,10 @@ int main(int argc, char **argv)
                                                     : 0.0,
             .cpu_user_s = tv_s(ru1.ru_utime) - tv_s(ru0.ru_utime),
             .cpu_sys_s = tv_s(ru1.ru_stime) - tv_s(ru0.ru_stime),
+            .io = use_uring ? "io_uring" : "epoll",
+            .hostname = hostname,
         };
+        r.cpu_pct = r.elapsed_s > 0 ? 100.0 * (r.cpu_user_s + r.cpu_sys_s) / r.elapsed_s : 0.0;
         if (!cfg.quiet)
             report_print(&r, stdout);
         if (cfg.json_path && (rc = report_write_json(&r, cfg.json_path)) < 0) {
@@ -208,6 +256,10 @@ int main(int argc, char **argv)
         }
         if (cfg.hgrm_path && (rc = report_write_hgrm(&r, cfg.hgrm_path)) < 0) {
             fprintf(stderr, "loadgen: --hgrm %s: %s\n", cfg.hgrm_path, strerror(-rc));
+            exit_code = 1;
+        }
+        if (cfg.hist_out_path && (rc = report_write_hist(&r, cfg.hist_out_path)) < 0) {
+            fprintf(stderr, "loadgen: --hist-out %s: %s\n", cfg.hist_out_path, strerror(-rc));
             exit_code = 1;
         }
     }

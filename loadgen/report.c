@@ -73,7 +73,24 @@ void report_print(const struct report *r, FILE *f)
         fprintf(f, "  %llu latencies above %.0f s (clamped)\n",
                 (unsigned long long)histogram_out_of_range(t->latency),
                 (double)STATS_HIGHEST_US / 1e6);
-    fprintf(f, "  loadgen cpu: %.3fs user, %.3fs sys\n", r->cpu_user_s, r->cpu_sys_s);
+    if (c->rate > 0) {
+        const struct histogram *lag = t->send_lag;
+        fprintf(f, "  send lag (actual - planned send, ms): p50 %.3f  p99 %.3f  max %.3f  "
+                   "over %llu requests (tick %.0f us)\n",
+                ms(histogram_percentile(lag, 50.0)), ms(histogram_percentile(lag, 99.0)),
+                ms(histogram_max(lag)), (unsigned long long)histogram_total(lag),
+                (double)c->tick_ns / 1e3);
+        fprintf(f, "  waited for a free connection: %llu requests (p99 wait %.3f ms); "
+                   "planned but not sent: %llu\n",
+                (unsigned long long)t->requests_waited,
+                ms(histogram_percentile(t->conn_wait, 99.0)),
+                (unsigned long long)t->requests_not_sent);
+    } else {
+        fputs("  send lag: not applicable in closed loop (no planned send times)\n", f);
+    }
+    fprintf(f, "  loadgen cpu: %.3fs user, %.3fs sys, %.1f%% of one CPU%s; io %s\n",
+            r->cpu_user_s, r->cpu_sys_s, r->cpu_pct, r->merged ? " (busiest agent)" : "",
+            r->io);
 }
 
 static void json_str(FILE *f, const char *s)
@@ -91,6 +108,9 @@ static void json_str(FILE *f, const char *s)
     fputc('"', f);
 }
 
+/* A histogram's summary in ms, or null when it does not apply. */
+static void json_hist_or_null(FILE *f, const struct histogram *h, int applies);
+
 static void json_hist(FILE *f, const struct histogram *h)
 {
     fputc('{', f);
@@ -100,13 +120,48 @@ static void json_hist(FILE *f, const struct histogram *h)
             histogram_mean(h) / 1000.0, (unsigned long long)histogram_total(h));
 }
 
-int report_write_json(const struct report *r, const char *path)
+static void json_hist_or_null(FILE *f, const struct histogram *h, int applies)
 {
-    FILE *f = fopen(path, "w");
-    if (f == NULL)
-        return -errno;
+    if (applies)
+        json_hist(f, h);
+    else
+        fputs("null", f);
+}
+
+static void json_u64_or_null(FILE *f, uint64_t v, int applies)
+{
+    if (applies)
+        fprintf(f, "%llu", (unsigned long long)v);
+    else
+        fputs("null", f);
+}
+
+static void json_agents(FILE *f, const struct report *r)
+{
+    fputs(",\"agents\":[", f);
+    for (unsigned i = 0; i < r->merged; i++) {
+        const struct report_agent *a = &r->agents[i];
+        fprintf(f, "%s{\"agent_index\":%u,\"agent_count\":%u,\"hostname\":", i ? "," : "",
+                a->index, a->count);
+        json_str(f, a->hostname);
+        fprintf(f, ",\"threads\":%u,\"loadgen_cpu_pct\":%.3f,\"elapsed_s\":%.6f"
+                   ",\"requests_completed\":%llu,\"errors_total\":%llu",
+                a->threads, a->cpu_pct, a->elapsed_s, (unsigned long long)a->requests_completed,
+                (unsigned long long)a->errors_total);
+        if (a->has_send_lag)
+            fprintf(f, ",\"send_lag_p99_ms\":%.3f,\"send_lag_max_ms\":%.3f}", a->send_lag_p99_ms,
+                    a->send_lag_max_ms);
+        else
+            fputs(",\"send_lag_p99_ms\":null,\"send_lag_max_ms\":null}", f);
+    }
+    fputc(']', f);
+}
+
+void report_json(const struct report *r, FILE *f)
+{
     const struct config *c = r->cfg;
     const struct stats *t = r->total;
+    int constant = c->rate > 0;
     fputs("{\"url\":", f);
     json_str(f, c->url);
     fputs(",\"mix\":", f);
@@ -114,8 +169,22 @@ int report_write_json(const struct report *r, const char *path)
     fprintf(f, ",\"threads\":%u,\"connections\":%u,\"pipeline\":%u", c->threads, c->connections,
             c->pipeline);
     fprintf(f, ",\"mode\":\"%s\",\"arrivals\":\"%s\",\"target_rps\":%.3f",
-            c->rate > 0 ? "constant" : "closed",
+            constant ? "constant" : "closed",
             c->arrivals == ARRIVALS_POISSON ? "poisson" : "even", c->rate);
+    fputs(",\"tick_us\":", f);
+    if (constant)
+        fprintf(f, "%.3f", (double)c->tick_ns / 1e3);
+    else
+        fputs("null", f);
+    fprintf(f, ",\"io\":\"%s\",\"agent_index\":%u,\"agent_count\":%u", r->io, c->agent_index,
+            c->agent_count);
+    fputs(",\"start_at_unix_s\":", f);
+    if (c->start_at > 0)
+        fprintf(f, "%.6f", c->start_at);
+    else
+        fputs("null", f);
+    fputs(",\"hostname\":", f);
+    json_str(f, r->hostname ? r->hostname : "");
     fprintf(f, ",\"warmup_s\":%.3f,\"duration_s\":%.3f,\"elapsed_s\":%.6f",
             (double)c->warmup_ns / 1e9, (double)c->duration_ns / 1e9, r->elapsed_s);
     fprintf(f, ",\"timeout_s\":%.3f,\"seed\":%llu", (double)c->timeout_ns / 1e9,
@@ -128,6 +197,10 @@ int report_write_json(const struct report *r, const char *path)
             (unsigned long long)t->in_flight_at_end,
             (unsigned long long)t->connections_established,
             (unsigned long long)t->connections_failed);
+    fputs(",\"requests_waited_for_connection\":", f);
+    json_u64_or_null(f, t->requests_waited, constant);
+    fputs(",\"requests_not_sent\":", f);
+    json_u64_or_null(f, t->requests_not_sent, constant);
     fputs(",\"errors\":{", f);
     for (int i = 0; i < STATS_ERR_COUNT; i++)
         fprintf(f, "%s\"%s\":%llu", i ? "," : "", error_names[i],
@@ -150,13 +223,87 @@ int report_write_json(const struct report *r, const char *path)
     json_hist(f, t->latency);
     fputs(",\"service_time_ms\":", f);
     json_hist(f, t->service);
+    fputs(",\"send_lag_ms\":", f);
+    json_hist_or_null(f, t->send_lag, constant);
+    fputs(",\"connection_wait_ms\":", f);
+    json_hist_or_null(f, t->conn_wait, constant);
     fprintf(f, ",\"out_of_range\":%llu", (unsigned long long)histogram_out_of_range(t->latency));
-    fprintf(f, ",\"loadgen_cpu_s\":{\"user\":%.6f,\"sys\":%.6f,\"total\":%.6f}}\n",
+    fprintf(f, ",\"loadgen_cpu_s\":{\"user\":%.6f,\"sys\":%.6f,\"total\":%.6f}",
             r->cpu_user_s, r->cpu_sys_s, r->cpu_user_s + r->cpu_sys_s);
+    fprintf(f, ",\"loadgen_cpu_pct\":%.3f", r->cpu_pct);
+    if (r->merged) {
+        fprintf(f, ",\"merged_from\":%u", r->merged);
+        json_agents(f, r);
+    }
+    fputc('}', f);
+}
+
+static int close_checked(FILE *f)
+{
     int bad = ferror(f);
     if (fclose(f) != 0 || bad)
         return -EIO;
     return 0;
+}
+
+int report_write_json(const struct report *r, const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (f == NULL)
+        return -errno;
+    report_json(r, f);
+    fputc('\n', f);
+    return close_checked(f);
+}
+
+struct bucket_ctx {
+    FILE *f;
+    int first;
+};
+
+static void json_bucket(uint64_t upper, uint64_t count, void *ctx)
+{
+    struct bucket_ctx *b = ctx;
+    fprintf(b->f, "%s[%llu,%llu]", b->first ? "" : ",", (unsigned long long)upper,
+            (unsigned long long)count);
+    b->first = 0;
+}
+
+static void json_hist_buckets(FILE *f, const char *name, const struct histogram *h)
+{
+    uint64_t lowest, highest;
+    int sig;
+    histogram_layout(h, &lowest, &highest, &sig);
+    fprintf(f, "\"%s\":{\"lowest\":%llu,\"highest\":%llu,\"sig_figs\":%d,\"unit\":\"us\""
+               ",\"total\":%llu,\"min\":%llu,\"max\":%llu,\"sum\":%llu,\"out_of_range\":%llu"
+               ",\"buckets\":[",
+            name, (unsigned long long)lowest, (unsigned long long)highest, sig,
+            (unsigned long long)histogram_total(h), (unsigned long long)histogram_min(h),
+            (unsigned long long)histogram_max(h), (unsigned long long)histogram_sum(h),
+            (unsigned long long)histogram_out_of_range(h));
+    struct bucket_ctx b = {f, 1};
+    histogram_foreach(h, json_bucket, &b);
+    fputs("]}", f);
+}
+
+int report_write_hist(const struct report *r, const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (f == NULL)
+        return -errno;
+    const struct stats *t = r->total;
+    fputs("{\"format\":\"" REPORT_HIST_FORMAT "\",\"run\":", f);
+    report_json(r, f);
+    fputs(",\"histograms\":{", f);
+    json_hist_buckets(f, "latency_us", t->latency);
+    fputc(',', f);
+    json_hist_buckets(f, "service_time_us", t->service);
+    fputc(',', f);
+    json_hist_buckets(f, "send_lag_us", t->send_lag);
+    fputc(',', f);
+    json_hist_buckets(f, "connection_wait_us", t->conn_wait);
+    fputs("}}\n", f);
+    return close_checked(f);
 }
 
 int report_write_hgrm(const struct report *r, const char *path)

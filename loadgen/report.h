@@ -1,6 +1,7 @@
-/* report: renders a finished run: the human summary (wrk-like plus a percentile table
- * of corrected and uncorrected latency), the --json document and the --hgrm spectrum.
- * Reads merged stats only; does no measuring. Main thread, after the workers joined. */
+/* report: renders a finished run, or a merge of runs: the human summary (wrk-like plus a
+ * percentile table of corrected and uncorrected latency, send lag), the --json document,
+ * the --hgrm spectrum and the lossless --hist-out file (the --json document plus every
+ * histogram's bucket counts). Reads merged stats only; does no measuring. One thread. */
 #ifndef LOADGEN_REPORT_H
 #define LOADGEN_REPORT_H
 
@@ -9,6 +10,22 @@
 #include "config.h"
 #include "stats.h"
 
+#define REPORT_HIST_FORMAT "loadgen-hist-1"
+
+/* One agent of a merge, as its own --json document reported it. */
+struct report_agent {
+    unsigned index, count;   /* --agent index/count */
+    char hostname[256];
+    unsigned threads;
+    double cpu_pct;          /* its loadgen_cpu_pct */
+    double elapsed_s;
+    uint64_t requests_completed;
+    uint64_t errors_total;
+    int has_send_lag;        /* constant rate: the two below are set */
+    double send_lag_p99_ms;
+    double send_lag_max_ms;
+};
+
 struct report {
     const struct config *cfg;
     const char *mix_name;    /* the --mix path, or "default:GET <path>" */
@@ -16,12 +33,25 @@ struct report {
     double elapsed_s;        /* measured window actually run */
     double cpu_user_s;
     double cpu_sys_s;
+    double cpu_pct;          /* loadgen CPU over the window, % of one CPU (merge: the max) */
+    const char *io;          /* "io_uring" or "epoll" */
+    const char *hostname;
+    unsigned merged;         /* 0: one run; N: a merge of N runs */
+    const struct report_agent *agents; /* merge: one per input */
 };
 
 /* Writes the human summary to f. */
 void report_print(const struct report *r, FILE *f);
-/* Writes the JSON document to path. 0 or a negative errno. */
+/* Writes the JSON document (one object, no newline) to f. */
+void report_json(const struct report *r, FILE *f);
+/* Writes the JSON document and a newline to path. 0 or a negative errno. */
 int report_write_json(const struct report *r, const char *path);
+/* Writes the lossless file to path: {"format":"loadgen-hist-1","run":<the --json
+ * document>,"histograms":{"latency_us":H,"service_time_us":H,"send_lag_us":H,
+ * "connection_wait_us":H}}, H = {"lowest","highest","sig_figs","unit":"us","total","min",
+ * "max","sum","out_of_range","buckets":[[value,count],...]} (non-empty buckets, value =
+ * the bucket's highest equivalent value). 0 or a negative errno. */
+int report_write_hist(const struct report *r, const char *path);
 /* Writes the corrected-latency spectrum in ms to path. 0 or a negative errno. */
 int report_write_hgrm(const struct report *r, const char *path);
 

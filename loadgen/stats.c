@@ -5,20 +5,30 @@
 
 #include "util.h"
 
+struct histogram *stats_histogram_new(void)
+{
+    struct histogram *h = histogram_new(STATS_LOWEST_US, STATS_HIGHEST_US, STATS_SIG_FIGS);
+    if (h == NULL)
+        panic("histogram_new refused its arguments");
+    return h;
+}
+
 void stats_init(struct stats *s)
 {
     memset(s, 0, sizeof *s);
-    s->latency = histogram_new(STATS_LOWEST_US, STATS_HIGHEST_US, STATS_SIG_FIGS);
-    s->service = histogram_new(STATS_LOWEST_US, STATS_HIGHEST_US, STATS_SIG_FIGS);
-    if (s->latency == NULL || s->service == NULL)
-        panic("histogram_new refused its arguments");
+    s->latency = stats_histogram_new();
+    s->service = stats_histogram_new();
+    s->send_lag = stats_histogram_new();
+    s->conn_wait = stats_histogram_new();
 }
 
 void stats_free(struct stats *s)
 {
     histogram_free(s->latency);
     histogram_free(s->service);
-    s->latency = s->service = NULL;
+    histogram_free(s->send_lag);
+    histogram_free(s->conn_wait);
+    s->latency = s->service = s->send_lag = s->conn_wait = NULL;
 }
 
 void stats_merge(struct stats *dst, const struct stats *src)
@@ -28,6 +38,8 @@ void stats_merge(struct stats *dst, const struct stats *src)
     dst->in_flight_at_end += src->in_flight_at_end;
     dst->connections_established += src->connections_established;
     dst->connections_failed += src->connections_failed;
+    dst->requests_waited += src->requests_waited;
+    dst->requests_not_sent += src->requests_not_sent;
     for (int i = 0; i < STATS_ERR_COUNT; i++)
         dst->errors[i] += src->errors[i];
     for (int i = 0; i < STATS_MAX_STATUS; i++) {
@@ -35,7 +47,9 @@ void stats_merge(struct stats *dst, const struct stats *src)
         dst->unexpected_status[i] += src->unexpected_status[i];
     }
     if (histogram_merge(dst->latency, src->latency) < 0 ||
-        histogram_merge(dst->service, src->service) < 0)
+        histogram_merge(dst->service, src->service) < 0 ||
+        histogram_merge(dst->send_lag, src->send_lag) < 0 ||
+        histogram_merge(dst->conn_wait, src->conn_wait) < 0)
         panic("histogram layouts differ");
 }
 

@@ -1,7 +1,8 @@
-/* stats: one worker thread's counters and latency histograms, and their merge after
- * join. Written by its worker thread only; the progress line reads `completed` and
- * `errors_total` through relaxed atomics (plain stores on x86, no shared RMW).
- * Histograms record microseconds in [1 us, 60 s] at 3 significant figures. */
+/* stats: one worker thread's counters and histograms (latency, service time, send lag,
+ * connection wait), and their merge after join. Written by its worker thread only; the
+ * progress line reads `completed` and `errors_total` through relaxed atomics (plain
+ * stores on x86, no shared RMW). Histograms record microseconds in [1 us, 60 s] at 3
+ * significant figures; a send lag under 1 us is recorded as 1 us (the lowest value). */
 #ifndef LOADGEN_STATS_H
 #define LOADGEN_STATS_H
 
@@ -29,13 +30,20 @@ struct stats {
     uint64_t errors[STATS_ERR_COUNT];
     uint64_t status[STATS_MAX_STATUS];            /* every response's status, 0..599 */
     uint64_t unexpected_status[STATS_MAX_STATUS]; /* statuses that differed from expect */
+    /* constant rate only (closed loop has no planned times): */
+    uint64_t requests_waited;      /* due while no connection had room; sent later */
+    uint64_t requests_not_sent;    /* planned inside the window, never sent */
     struct histogram *latency;     /* corrected: from the planned send time */
     struct histogram *service;     /* uncorrected: from the actual send */
+    struct histogram *send_lag;    /* actual send - planned send, every request sent */
+    struct histogram *conn_wait;   /* the send lag of the requests_waited */
     _Atomic uint64_t progress_completed; /* mirrors, for the progress line */
     _Atomic uint64_t progress_errors;
 };
 
-/* Initialises s (zeroed counters, two new histograms). Aborts only on OOM. */
+/* A new empty histogram with the layout above. Aborts only on OOM. */
+struct histogram *stats_histogram_new(void);
+/* Initialises s (zeroed counters, new empty histograms). Aborts only on OOM. */
 void stats_init(struct stats *s);
 void stats_free(struct stats *s);
 /* Adds src's counters and histograms into dst (after src's thread has been joined). */

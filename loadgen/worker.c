@@ -1,29 +1,43 @@
 /* worker: connections, scheduling and response validation for one thread and loop.
- * Hot path (closed loop): read_cb -> llhttp -> on_message_complete records and renders
- * the next request into the connection's out buffer -> one uv_try_write per read batch.
- * No malloc per request: buffers are per connection and reused. Every request is
- * accounted once: completed, or lost to the error class of the event that ended its
- * connection (read, write, timeout, parse). */
+ * Every wake-up (responses, the tick, connects) ends in one turn: send every planned
+ * request that is due on connections with room, then flush each connection touched in
+ * this wake-up with one write. Closed loop: a completed response renders the next request
+ * into its connection's buffer; the turn writes it. I/O: io_uring (recv/send for every
+ * connection handed to the kernel in one io_uring_enter per wake-up, which also waits with
+ * a ns timeout) or libuv's epoll (a read and a write per connection, a timerfd tick).
+ * libuv always does connects, closes and the ms timers. No malloc per request. Every
+ * request is accounted once: completed, or lost to the error class of the event that
+ * ended its connection (read, write, timeout, parse). */
 #include "worker.h"
 
 #include <errno.h>
 #include <llhttp.h>
-#include <math.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 #include <uv.h>
 
+#include "plan.h"
+#include "timebase.h"
+#include "uring.h"
 #include "util.h"
 
 #define READ_BUF_BYTES 16384
 #define RETRY_MS 50
 
 enum conn_state { CONN_IDLE_CLOSED, CONN_CONNECTING, CONN_OPEN, CONN_CLOSING };
+
+/* io_uring user_data: connection index << 32 | generation << 4 | op. */
+enum ring_op { OP_RECV = 1, OP_SEND = 2, OP_CANCEL = 3, OP_UVPOLL = 4, OP_UVTIMER = 5 };
+#define GEN_MASK 0x0fffffffu
+#define UVPOLL_DATA ((uint64_t)0xffffffffu << 32 | OP_UVPOLL)
+#define UVTIMER_DATA ((uint64_t)0xffffffffu << 32 | OP_UVTIMER)
 
 struct slot {
     uint64_t planned_ns;
@@ -39,15 +53,25 @@ struct conn {
     uv_timer_t retry;
     llhttp_t parser;
     struct worker *w;
+    unsigned index;
     enum conn_state state;
+    int fd;             /* io_uring: the socket while open */
+    unsigned gen;       /* io_uring: bumped at every close; older completions are stale */
     int initial;        /* first connect, before the barrier */
     int in_ready;       /* on the worker's ready stack */
+    int touched;        /* on the worker's flush list */
     int close_after;    /* the server said Connection: close */
-    int wpending;       /* a uv_write of out[wbuf] is in flight */
-    unsigned wbuf;      /* index of the buffer being written (when wpending) */
+    int recv_pending;   /* io_uring: a recv into rbuf is with the kernel */
+    int wpending;       /* a write of out[wbuf] is in flight */
+    unsigned wbuf;      /* the buffer being written (when wpending) */
+    unsigned cur;       /* the buffer new requests are appended to (!= wbuf when wpending) */
+    size_t woff;        /* io_uring: bytes of out[wbuf] already sent */
     struct slot ring[CONFIG_MAX_PIPELINE];
     unsigned head, count;
     struct buf out[2];
+    struct msghdr msg;  /* io_uring at constant rate: recvmsg with the receive timestamp */
+    struct iovec iov;
+    char cbuf[CMSG_SPACE(sizeof(struct timespec)) * 2];
     char rbuf[READ_BUF_BYTES];
 };
 
@@ -61,38 +85,60 @@ struct worker {
     struct conn *conns;
     struct conn **ready; /* stack of connections with room for a request (constant rate) */
     unsigned nready;
+    struct conn **touched; /* connections to flush at the end of this wake-up */
+    unsigned ntouched;
     struct stats stats;
     struct rng rng;
     struct buf scratch;
     uint64_t seq;
+    uint64_t seq_stride;      /* streams in the run (agents x threads) */
+    uint64_t seq_base;        /* this worker's stream */
     llhttp_settings_t settings;
     int closed_loop;
+    int use_uring;
     int running;              /* after the go barrier */
     int stopping;
     int first_error;
     unsigned pending_connects;
-    uint64_t now_ns;          /* time of the current read batch */
+    uint64_t now_ns;          /* time of the current wake-up / read batch / response */
+    uint64_t wake_time_ns;    /* io_uring: time of the current wake-up */
     uint64_t measure_start_ns;
     uint64_t end_ns;
     uint64_t stop_ns;
     /* constant rate */
-    int tfd;
+    struct plan plan;
+    uint64_t blocked_ns;      /* last turn that found requests due and no free connection */
+    uint64_t wake_ns;         /* when the next turn must run for the schedule; 0 = none */
+    uint64_t tick_ns;
+    uv_check_t turn;          /* epoll: the turn after each poll phase */
+    int tfd;                  /* epoll: the tick timerfd */
     uv_poll_t tick;
-    uint64_t next_plan_ns;
-    uint64_t plan_base_ns;
-    uint64_t plan_k;
-    double interval_ns;
     uint64_t armed_ns;
+    /* io_uring */
+    struct uring uring;
+    unsigned ops_pending;     /* recv and send submissions not yet completed */
+    int uv_due;               /* libuv's backend fd is readable: run its loop once */
+    int uv_tfd;               /* timerfd at libuv's next timer (no timeout on the waits) */
+    uint64_t uv_armed_ns;
+    int rx_stamps;            /* responses timed by the kernel's receive timestamps */
+    int64_t real_minus_mono;  /* CLOCK_REALTIME - timebase, ns, at this wake-up */
     uv_timer_t end_timer;
     uv_timer_t housekeeping;
 };
 
 static void conn_connect(struct conn *c);
 static void conn_close(struct conn *c, int reconnect);
+static void conn_post_recv(struct conn *c);
 
 static inline int in_window(const struct worker *w, uint64_t t_ns)
 {
     return t_ns >= w->measure_start_ns && t_ns < w->end_ns;
+}
+
+static inline uint64_t ns_to_us_ceil(uint64_t ns)
+{
+    uint64_t us = (ns + 999) / 1000;
+    return us ? us : 1; /* below the histograms' lowest value: counted as 1 us */
 }
 
 static void count_error(struct worker *w, enum stats_error e, uint64_t n)
@@ -109,115 +155,148 @@ static void count_error(struct worker *w, enum stats_error e, uint64_t n)
                           memory_order_relaxed);
 }
 
-/* ---- scheduling ---- */
-
-static void plan_advance(struct worker *w)
+static void conn_touch(struct conn *c)
 {
-    if (w->cfg->arrivals == ARRIVALS_POISSON) {
-        double gap = -log(rng_unit(&w->rng)) * w->interval_ns;
-        w->next_plan_ns += (uint64_t)gap;
-    } else {
-        w->plan_k++;
-        w->next_plan_ns = w->plan_base_ns + (uint64_t)((double)w->plan_k * w->interval_ns);
-    }
-}
-
-static void tick_arm(struct worker *w, uint64_t at_ns)
-{
-    if (at_ns == w->armed_ns)
+    if (c->touched)
         return;
-    struct itimerspec its = {0};
-    if (at_ns) {
-        its.it_value.tv_sec = (time_t)(at_ns / 1000000000u);
-        its.it_value.tv_nsec = (long)(at_ns % 1000000000u);
-    }
-    timerfd_settime(w->tfd, TFD_TIMER_ABSTIME, &its, NULL);
-    w->armed_ns = at_ns;
+    c->touched = 1;
+    c->w->touched[c->w->ntouched++] = c;
 }
 
-/* Appends one request planned at planned_ns to c's out buffer (not yet written). */
+/* ---- sending ---- */
+
+/* Appends one request planned at planned_ns to c's out buffer (written by the turn). */
 static void conn_queue_request(struct conn *c, uint64_t planned_ns, uint64_t now_ns)
 {
     struct worker *w = c->w;
     const struct mix *m = w->sh->mix;
     unsigned idx = mix_pick(m, &w->rng);
-    uint64_t seq = w->seq++ * w->cfg->threads + w->id + 1;
-    struct buf *out = &c->out[c->wpending ? !c->wbuf : 0];
-    mix_render(m, idx, &w->rng, seq, out, &w->scratch);
+    uint64_t seq = w->seq++ * w->seq_stride + w->seq_base + 1;
+    mix_render(m, idx, &w->rng, seq, &c->out[c->cur], &w->scratch);
     struct slot *s = &c->ring[(c->head + c->count) % CONFIG_MAX_PIPELINE];
     s->planned_ns = planned_ns;
     s->sent_ns = now_ns;
     s->expect = (uint16_t)m->lines[idx].expect;
     s->is_head = (uint8_t)m->lines[idx].is_head;
     c->count++;
+    conn_touch(c);
     if (in_window(w, now_ns))
         w->stats.requests_sent++;
+}
+
+static void write_failed(struct conn *c, int err)
+{
+    count_error(c->w, STATS_ERR_WRITE, c->count ? c->count : 1);
+    conn_close(c, 1);
 }
 
 static void on_write(uv_write_t *req, int status)
 {
     struct conn *c = req->data;
-    struct worker *w = c->w;
     c->wpending = 0;
     buf_reset(&c->out[c->wbuf]);
     if (status < 0) {
         if (status != UV_ECANCELED && c->state == CONN_OPEN) {
-            w->now_ns = uv_hrtime();
-            count_error(w, STATS_ERR_WRITE, c->count ? c->count : 1);
-            conn_close(c, 1);
+            c->w->now_ns = timebase_now_ns();
+            write_failed(c, status);
         }
         return;
     }
-    if (c->out[!c->wbuf].len && c->state == CONN_OPEN) {
-        c->wbuf = !c->wbuf;
-        c->wpending = 1;
-        uv_buf_t b = uv_buf_init(c->out[c->wbuf].data, (unsigned)c->out[c->wbuf].len);
-        int rc = uv_write(&c->wreq, (uv_stream_t *)&c->tcp, &b, 1, on_write);
-        if (rc < 0) {
-            c->wpending = 0;
-            count_error(w, STATS_ERR_WRITE, c->count ? c->count : 1);
-            conn_close(c, 1);
-        }
-    }
+    if (c->out[c->cur].len && c->state == CONN_OPEN)
+        conn_touch(c); /* the next turn writes what queued up meanwhile */
 }
 
-/* Writes what conn_queue_request appended: uv_try_write first, uv_write for the rest.
- * Returns 0, or a negative errno after which c is closing. */
-static int conn_flush(struct conn *c)
+/* epoll: uv_try_write first, uv_write for the rest. */
+static void conn_flush_epoll(struct conn *c)
 {
-    if (c->wpending || c->state != CONN_OPEN)
-        return 0;
-    struct buf *out = &c->out[0];
-    if (out->len == 0)
-        return 0;
+    struct buf *out = &c->out[c->cur];
     uv_buf_t b = uv_buf_init(out->data, (unsigned)out->len);
     int n = uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
     if (n == (int)out->len) {
         buf_reset(out);
-        return 0;
+        return;
     }
     if (n < 0 && n != UV_EAGAIN) {
-        count_error(c->w, STATS_ERR_WRITE, c->count);
-        conn_close(c, 1);
-        return n;
+        write_failed(c, n);
+        return;
     }
     if (n < 0)
         n = 0;
-    /* Partial: hand the rest to uv_write; out[0] stays untouched until on_write. */
-    memmove(out->data, out->data + n, out->len - (size_t)n);
-    out->len -= (size_t)n;
-    c->wbuf = 0;
+    /* Partial: uv_write owns the rest of this buffer until on_write; append to the other. */
+    c->wbuf = c->cur;
+    c->cur = !c->cur;
     c->wpending = 1;
-    b = uv_buf_init(out->data, (unsigned)out->len);
+    b = uv_buf_init(out->data + n, (unsigned)(out->len - (size_t)n));
     int rc = uv_write(&c->wreq, (uv_stream_t *)&c->tcp, &b, 1, on_write);
     if (rc < 0) {
         c->wpending = 0;
-        count_error(c->w, STATS_ERR_WRITE, c->count);
-        conn_close(c, 1);
-        return rc;
+        buf_reset(out);
+        write_failed(c, rc);
     }
-    return 0;
 }
+
+static inline uint64_t ring_data(const struct conn *c, enum ring_op op)
+{
+    return (uint64_t)c->index << 32 | (uint64_t)(c->gen & GEN_MASK) << 4 | op;
+}
+
+static struct io_uring_sqe *ring_sqe(struct worker *w)
+{
+    struct io_uring_sqe *s = uring_get_sqe(&w->uring);
+    if (s == NULL) {
+        int rc = uring_submit(&w->uring);
+        if (rc < 0)
+            panic("io_uring_enter: %s", strerror(-rc));
+        s = uring_get_sqe(&w->uring);
+        if (s == NULL)
+            panic("io_uring submission queue stays full");
+    }
+    return s;
+}
+
+static void ring_post_send(struct conn *c)
+{
+    struct worker *w = c->w;
+    const struct buf *out = &c->out[c->wbuf];
+    uring_prep_send(ring_sqe(w), c->fd, out->data + c->woff, out->len - c->woff,
+                    ring_data(c, OP_SEND));
+    w->ops_pending++;
+}
+
+/* io_uring: hands out[cur] to the kernel; new requests go to the other buffer meanwhile. */
+static void conn_flush_uring(struct conn *c)
+{
+    c->wbuf = c->cur;
+    c->cur = !c->cur;
+    c->woff = 0;
+    c->wpending = 1;
+    ring_post_send(c);
+}
+
+/* Writes what conn_queue_request appended, unless a write is already in flight (its
+ * completion touches c again). */
+static void conn_flush(struct conn *c)
+{
+    if (c->wpending || c->state != CONN_OPEN || c->out[c->cur].len == 0)
+        return;
+    if (c->w->use_uring)
+        conn_flush_uring(c);
+    else
+        conn_flush_epoll(c);
+}
+
+static void flush_touched(struct worker *w)
+{
+    /* conn_flush may close a connection, never touch another: the list is stable. */
+    for (unsigned i = 0; i < w->ntouched; i++) {
+        struct conn *c = w->touched[i];
+        c->touched = 0;
+        conn_flush(c);
+    }
+    w->ntouched = 0;
+}
+
+/* ---- scheduling ---- */
 
 static inline int conn_has_room(const struct conn *c)
 {
@@ -232,33 +311,89 @@ static void ready_push(struct worker *w, struct conn *c)
     w->ready[w->nready++] = c;
 }
 
-/* Sends every planned request that is due on connections with room; arms the tick for
- * the next planned time when it is in the future or a connection is free. */
+/* The first tick-grid time at or after t: timer wake-ups at most once per tick. */
+static uint64_t tick_ceil(const struct worker *w, uint64_t t)
+{
+    uint64_t origin = w->sh->start_ns;
+    if (w->tick_ns == 0 || t <= origin)
+        return t;
+    uint64_t k = (t - origin + w->tick_ns - 1) / w->tick_ns;
+    return origin + k * w->tick_ns;
+}
+
+/* Queues every planned request that is due on connections with room and sets wake_ns,
+ * when the schedule next needs a turn (0: not before a completion frees a connection). */
 static void dispatch_due(struct worker *w, uint64_t now_ns)
 {
-    while (w->next_plan_ns <= now_ns && w->next_plan_ns < w->end_ns && w->nready > 0) {
-        struct conn *c = w->ready[w->nready - 1];
-        if (!conn_has_room(c)) {
+    for (;;) {
+        uint64_t planned = plan_peek(&w->plan);
+        if (planned > now_ns || planned >= w->end_ns)
+            break;
+        struct conn *c = NULL;
+        while (w->nready > 0) {
+            c = w->ready[w->nready - 1];
+            if (conn_has_room(c))
+                break;
             c->in_ready = 0;
             w->nready--;
-            continue;
+            c = NULL;
         }
-        while (conn_has_room(c) && w->next_plan_ns <= now_ns && w->next_plan_ns < w->end_ns) {
-            conn_queue_request(c, w->next_plan_ns, now_ns);
-            plan_advance(w);
+        if (c == NULL) {
+            w->blocked_ns = now_ns; /* everything due now waits for a connection */
+            break;
         }
-        if (!conn_has_room(c)) {
-            c->in_ready = 0;
-            w->nready--;
+        conn_queue_request(c, planned, now_ns);
+        if (in_window(w, now_ns)) {
+            uint64_t lag_us = ns_to_us_ceil(now_ns - planned);
+            histogram_record(w->stats.send_lag, lag_us);
+            if (planned <= w->blocked_ns) {
+                w->stats.requests_waited++;
+                histogram_record(w->stats.conn_wait, lag_us);
+            }
         }
-        conn_flush(c);
+        plan_advance(&w->plan);
     }
-    if (w->next_plan_ns >= w->end_ns)
-        tick_arm(w, 0);
-    else if (w->next_plan_ns > now_ns)
-        tick_arm(w, w->next_plan_ns);
+    uint64_t next = plan_peek(&w->plan);
+    if (next >= w->end_ns)
+        w->wake_ns = 0;
+    else if (next > now_ns)
+        w->wake_ns = tick_ceil(w, next);
     else
-        tick_arm(w, 0); /* due but no free connection: the next completion dispatches */
+        w->wake_ns = 0; /* due, no free connection: the next completion runs a turn */
+}
+
+/* epoll: arms the timerfd for wake_ns; one timerfd_settime per tick at most. */
+static void tick_arm(struct worker *w)
+{
+    if (w->wake_ns == w->armed_ns)
+        return;
+    struct itimerspec its = {0};
+    if (w->wake_ns) {
+        its.it_value.tv_sec = (time_t)(w->wake_ns / 1000000000u);
+        its.it_value.tv_nsec = (long)(w->wake_ns % 1000000000u);
+    }
+    timerfd_settime(w->tfd, TFD_TIMER_ABSTIME, &its, NULL);
+    w->armed_ns = w->wake_ns;
+}
+
+/* The end of every wake-up: send what is due, then one write per touched connection. */
+static void worker_turn(struct worker *w)
+{
+    if (w->stopping || !w->running)
+        return;
+    if (!w->closed_loop) {
+        w->now_ns = timebase_now_ns();
+        dispatch_due(w, w->now_ns);
+    }
+    flush_touched(w);
+}
+
+static void on_turn(uv_check_t *h)
+{
+    struct worker *w = h->data;
+    worker_turn(w);
+    if (!w->closed_loop && !w->stopping)
+        tick_arm(w);
 }
 
 static void on_tick(uv_poll_t *h, int status, int events)
@@ -268,11 +403,7 @@ static void on_tick(uv_poll_t *h, int status, int events)
     if (read(w->tfd, &expirations, sizeof expirations) < 0) {
         /* EAGAIN: spurious wake-up; nothing to clear. */
     }
-    w->armed_ns = 0;
-    if (w->stopping)
-        return;
-    w->now_ns = uv_hrtime();
-    dispatch_due(w, w->now_ns);
+    w->armed_ns = 0; /* on_turn, right after this poll phase, sends and re-arms */
 }
 
 /* A connection has room again (connected, or a response completed). */
@@ -309,6 +440,8 @@ static int on_message_complete(llhttp_t *p)
     c->head = (c->head + 1) % CONFIG_MAX_PIPELINE;
     c->count--;
     uint64_t now = w->now_ns;
+    if (now < s->sent_ns) /* a receive timestamp older than the request: not its own */
+        now = w->wake_time_ns;
     unsigned status = p->status_code;
     if (now >= w->measure_start_ns && now < w->end_ns && !w->stopping) {
         struct stats *st = &w->stats;
@@ -338,6 +471,40 @@ static int on_message_complete(llhttp_t *p)
     return 0;
 }
 
+/* The peer closed (eof) or the read failed (err < 0, not EOF); w->now_ns is set. */
+static void conn_read_ended(struct conn *c, int eof)
+{
+    struct worker *w = c->w;
+    if (eof) {
+        /* A response delimited by EOF completes here; then the rest is lost. */
+        if (llhttp_finish(&c->parser) != HPE_OK)
+            count_error(w, STATS_ERR_PARSE, c->count ? c->count : 1);
+        else
+            count_error(w, STATS_ERR_READ, c->count);
+    } else {
+        count_error(w, STATS_ERR_READ, c->count ? c->count : 1);
+    }
+    conn_close(c, 1);
+}
+
+/* n > 0 bytes arrived at w->now_ns. Returns 0 while c stays open. */
+static int conn_on_data(struct conn *c, const char *data, size_t n)
+{
+    struct worker *w = c->w;
+    llhttp_errno_t err = llhttp_execute(&c->parser, data, n);
+    if (err != HPE_OK) {
+        count_error(w, STATS_ERR_PARSE, c->count ? c->count : 1);
+        conn_close(c, 1);
+        return -1;
+    }
+    if (c->close_after) {
+        count_error(w, STATS_ERR_READ, c->count); /* pipelined behind Connection: close */
+        conn_close(c, 1);
+        return -1;
+    }
+    return 0;
+}
+
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b)
 {
     struct conn *c = h->data;
@@ -347,38 +514,130 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b)
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
 {
     struct conn *c = s->data;
-    struct worker *w = c->w;
     if (nread == 0)
         return;
-    w->now_ns = uv_hrtime();
-    if (nread < 0) {
-        if (nread == UV_EOF) {
-            /* A response delimited by EOF completes here; then the rest is lost. */
-            if (llhttp_finish(&c->parser) != HPE_OK)
-                count_error(w, STATS_ERR_PARSE, c->count ? c->count : 1);
-            else
-                count_error(w, STATS_ERR_READ, c->count);
-        } else {
-            count_error(w, STATS_ERR_READ, c->count ? c->count : 1);
+    c->w->now_ns = timebase_now_ns();
+    if (nread < 0)
+        conn_read_ended(c, nread == UV_EOF);
+    else
+        conn_on_data(c, b->base, (size_t)nread);
+}
+
+/* ---- io_uring completions ---- */
+
+static void conn_post_recv(struct conn *c)
+{
+    struct worker *w = c->w;
+    if (c->recv_pending || c->state != CONN_OPEN)
+        return; /* a stale recv still owns rbuf: its completion posts this one */
+    if (w->rx_stamps) {
+        c->iov.iov_base = c->rbuf;
+        c->iov.iov_len = sizeof c->rbuf;
+        memset(&c->msg, 0, sizeof c->msg);
+        c->msg.msg_iov = &c->iov;
+        c->msg.msg_iovlen = 1;
+        memset(c->cbuf, 0, sizeof c->cbuf); /* no stale timestamp if none is written */
+        c->msg.msg_control = c->cbuf;
+        c->msg.msg_controllen = sizeof c->cbuf;
+        uring_prep_recvmsg(ring_sqe(w), c->fd, &c->msg, ring_data(c, OP_RECV));
+    } else {
+        uring_prep_recv(ring_sqe(w), c->fd, c->rbuf, sizeof c->rbuf, ring_data(c, OP_RECV));
+    }
+    c->recv_pending = 1;
+    w->ops_pending++;
+}
+
+/* When the bytes of c's last recvmsg arrived: the kernel's software receive timestamp
+ * (CLOCK_REALTIME, taken as the packet entered our host's stack) on the timebase clock;
+ * `wake` when there is none. Never later than wake. */
+static uint64_t conn_rx_time(const struct conn *c, uint64_t wake)
+{
+    const struct worker *w = c->w;
+    for (struct cmsghdr *cm = CMSG_FIRSTHDR(&c->msg); cm; cm = CMSG_NXTHDR((struct msghdr *)&c->msg, cm)) {
+        if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SO_TIMESTAMPNS)
+            continue;
+        struct timespec ts;
+        memcpy(&ts, CMSG_DATA(cm), sizeof ts);
+        int64_t t = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec - w->real_minus_mono;
+        if (t <= 0 || (uint64_t)t > wake)
+            return wake;
+        return (uint64_t)t;
+    }
+    return wake;
+}
+
+static void uv_timer_sync(struct worker *w);
+
+static void on_cqe(const struct io_uring_cqe *cqe, void *ctx)
+{
+    struct worker *w = ctx;
+    uint64_t data = cqe->user_data;
+    enum ring_op op = (enum ring_op)(data & 0xf);
+    if (data == UVPOLL_DATA || data == UVTIMER_DATA) {
+        w->uv_due = 1;
+        if (data == UVTIMER_DATA) {
+            uint64_t expirations;
+            if (read(w->uv_tfd, &expirations, sizeof expirations) < 0) {
+                /* EAGAIN: already read */
+            }
+            w->uv_armed_ns = 0;
         }
-        conn_close(c, 1);
+        if (!(cqe->flags & IORING_CQE_F_MORE) && !w->stopping)
+            uring_prep_poll_multishot(ring_sqe(w),
+                                      data == UVPOLL_DATA ? uv_backend_fd(&w->loop) : w->uv_tfd,
+                                      POLLIN, data);
         return;
     }
-    llhttp_errno_t err = llhttp_execute(&c->parser, b->base, (size_t)nread);
-    if (err != HPE_OK) {
-        count_error(w, STATS_ERR_PARSE, c->count ? c->count : 1);
-        conn_close(c, 1);
+    if (op == OP_CANCEL)
+        return;
+    struct conn *c = &w->conns[data >> 32];
+    int current = ((data >> 4) & GEN_MASK) == (c->gen & GEN_MASK) && c->state == CONN_OPEN;
+    w->ops_pending--;
+    if (op == OP_RECV) {
+        c->recv_pending = 0;
+        if (!current) {
+            conn_post_recv(c); /* the connection that replaced the stale one, if open */
+            return;
+        }
+        if (cqe->res > 0) {
+            uint64_t wake = w->now_ns;
+            w->wake_time_ns = wake;
+            if (w->rx_stamps)
+                w->now_ns = conn_rx_time(c, wake);
+            int rc = conn_on_data(c, c->rbuf, (size_t)cqe->res);
+            w->now_ns = wake;
+            if (rc == 0)
+                conn_post_recv(c);
+        } else if (cqe->res != -EAGAIN && cqe->res != -EINTR) {
+            conn_read_ended(c, cqe->res == 0);
+        } else {
+            conn_post_recv(c);
+        }
         return;
     }
-    if (c->close_after) {
-        count_error(w, STATS_ERR_READ, c->count); /* pipelined behind Connection: close */
-        conn_close(c, 1);
+    /* OP_SEND */
+    if (!current) {
+        c->wpending = 0; /* the buffer is ours again; close already dropped its requests */
+        buf_reset(&c->out[c->wbuf]);
+        if (c->state == CONN_OPEN && c->out[c->cur].len)
+            conn_touch(c); /* requests of the connection that replaced it waited for this */
         return;
     }
-    if (w->closed_loop)
-        conn_flush(c);
-    else if (w->nready > 0 && w->next_plan_ns <= w->now_ns)
-        dispatch_due(w, w->now_ns);
+    if (cqe->res < 0) {
+        c->wpending = 0;
+        buf_reset(&c->out[c->wbuf]);
+        write_failed(c, cqe->res);
+        return;
+    }
+    c->woff += (size_t)cqe->res;
+    if (c->woff < c->out[c->wbuf].len) {
+        ring_post_send(c); /* short send: the rest */
+        return;
+    }
+    c->wpending = 0;
+    buf_reset(&c->out[c->wbuf]);
+    if (c->out[c->cur].len)
+        conn_touch(c);
 }
 
 /* ---- connections ---- */
@@ -411,9 +670,9 @@ static void on_tcp_close(uv_handle_t *h)
     c->state = CONN_IDLE_CLOSED;
     c->head = c->count = 0;
     c->close_after = 0;
-    c->wpending = 0;
-    buf_reset(&c->out[0]);
-    buf_reset(&c->out[1]);
+    buf_reset(&c->out[c->cur]);
+    if (!c->wpending) /* io_uring: a send may still own out[wbuf] until its completion */
+        buf_reset(&c->out[!c->cur]);
     if (reconnect && w->running && !w->stopping)
         conn_connect(c);
 }
@@ -423,9 +682,44 @@ static void conn_close(struct conn *c, int reconnect)
 {
     if (c->state == CONN_CLOSING || c->state == CONN_IDLE_CLOSED)
         return;
+    struct worker *w = c->w;
+    if (w->use_uring && c->state == CONN_OPEN) {
+        /* Cancel what the kernel holds for this socket, and hand it every queued
+         * submission naming the fd before the fd number can be reused. */
+        if (c->recv_pending)
+            uring_prep_cancel(ring_sqe(w), ring_data(c, OP_RECV), ring_data(c, OP_CANCEL));
+        if (c->wpending)
+            uring_prep_cancel(ring_sqe(w), ring_data(c, OP_SEND), ring_data(c, OP_CANCEL));
+        uring_submit(&w->uring);
+        c->gen++;
+        c->fd = -1;
+    }
     c->state = CONN_CLOSING;
     c->close_after = reconnect ? 0 : 2;
     uv_close((uv_handle_t *)&c->tcp, on_tcp_close);
+}
+
+static void conn_start_reading(struct conn *c)
+{
+    struct worker *w = c->w;
+    if (w->use_uring) {
+        uv_os_fd_t fd;
+        if (uv_fileno((uv_handle_t *)&c->tcp, &fd) < 0) {
+            count_error(w, STATS_ERR_READ, 1);
+            conn_close(c, 1);
+            return;
+        }
+        c->fd = fd;
+        int on = 1;
+        if (w->rx_stamps && setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on) < 0)
+            w->rx_stamps = 0; /* then responses are timed at wake-up, as with epoll */
+        conn_post_recv(c);
+        return;
+    }
+    if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) < 0) {
+        count_error(w, STATS_ERR_READ, 1);
+        conn_close(c, 1);
+    }
 }
 
 static void on_connect(uv_connect_t *req, int status)
@@ -452,20 +746,11 @@ static void on_connect(uv_connect_t *req, int status)
     uv_tcp_nodelay(&c->tcp, 1);
     llhttp_init(&c->parser, HTTP_RESPONSE, &w->settings);
     c->parser.data = c;
-    int rc = uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
-    if (rc < 0) {
-        count_error(w, STATS_ERR_READ, 1);
-        conn_close(c, 1);
-        return;
-    }
-    if (!w->running)
+    conn_start_reading(c);
+    if (c->state != CONN_OPEN || !w->running)
         return; /* the run has not started: worker_main sends the first requests */
-    uint64_t now = uv_hrtime();
-    conn_ready(c, now);
-    if (w->closed_loop)
-        conn_flush(c);
-    else
-        dispatch_due(w, now);
+    w->now_ns = timebase_now_ns();
+    conn_ready(c, w->now_ns); /* the turn that follows sends and flushes */
 }
 
 static void conn_connect(struct conn *c)
@@ -495,11 +780,24 @@ static void conn_connect(struct conn *c)
 
 /* ---- run control ---- */
 
+/* Constant rate: the planned times inside the window that were never sent. */
+static void count_not_sent(struct worker *w)
+{
+    for (;;) {
+        uint64_t planned = plan_peek(&w->plan);
+        if (planned >= w->end_ns)
+            break;
+        if (planned >= w->measure_start_ns)
+            w->stats.requests_not_sent++;
+        plan_advance(&w->plan);
+    }
+}
+
 static void worker_stop(struct worker *w)
 {
     if (w->stopping)
         return;
-    w->now_ns = uv_hrtime();
+    w->now_ns = timebase_now_ns();
     w->stop_ns = w->now_ns < w->end_ns ? w->now_ns : w->end_ns;
     for (unsigned i = 0; i < w->nconns; i++) {
         struct conn *c = &w->conns[i];
@@ -509,18 +807,20 @@ static void worker_stop(struct worker *w)
                 w->stats.in_flight_at_end++;
         }
     }
+    if (!w->closed_loop && w->stop_ns >= w->end_ns) /* not on SIGINT: the rest was not due */
+        count_not_sent(w);
     w->stopping = 1;
     for (unsigned i = 0; i < w->nconns; i++) {
         struct conn *c = &w->conns[i];
-        if (c->state == CONN_OPEN || c->state == CONN_CONNECTING) {
-            c->state = CONN_CLOSING;
-            c->close_after = 2;
-            uv_close((uv_handle_t *)&c->tcp, on_tcp_close);
-        }
+        if (c->state == CONN_OPEN || c->state == CONN_CONNECTING)
+            conn_close(c, 0);
         uv_close((uv_handle_t *)&c->retry, NULL);
     }
-    if (!w->closed_loop)
-        uv_close((uv_handle_t *)&w->tick, NULL);
+    if (!w->use_uring) {
+        uv_close((uv_handle_t *)&w->turn, NULL);
+        if (!w->closed_loop)
+            uv_close((uv_handle_t *)&w->tick, NULL);
+    }
     uv_close((uv_handle_t *)&w->end_timer, NULL);
     uv_close((uv_handle_t *)&w->housekeeping, NULL);
 }
@@ -528,7 +828,7 @@ static void worker_stop(struct worker *w)
 static void on_end(uv_timer_t *t)
 {
     struct worker *w = t->data;
-    if (uv_hrtime() < w->end_ns) { /* the loop clock is ms-granular: finish precisely */
+    if (timebase_now_ns() < w->end_ns) { /* the loop clock is ms-granular: finish precisely */
         uv_timer_start(&w->end_timer, on_end, 1, 0);
         return;
     }
@@ -542,7 +842,7 @@ static void on_housekeeping(uv_timer_t *t)
         worker_stop(w);
         return;
     }
-    uint64_t now = uv_hrtime();
+    uint64_t now = timebase_now_ns();
     w->now_ns = now;
     for (unsigned i = 0; i < w->nconns; i++) {
         struct conn *c = &w->conns[i];
@@ -554,13 +854,108 @@ static void on_housekeeping(uv_timer_t *t)
     }
 }
 
+/* io_uring: keeps the timerfd at libuv's next timer (re-armed only when that changes, a
+ * few times a second), so that no wait carries a timeout of its own for libuv. */
+static void uv_timer_sync(struct worker *w)
+{
+    uv_update_time(&w->loop);
+    int ms = uv_backend_timeout(&w->loop);
+    uint64_t at = 0;
+    if (ms > 0)
+        at = timebase_now_ns() + (uint64_t)ms * 1000000;
+    else if (ms == 0)
+        w->uv_due = 1;
+    /* A later deadline already armed fires early and is re-armed then: keep it. */
+    if (at == 0 || (w->uv_armed_ns && w->uv_armed_ns <= at + 1000000))
+        return;
+    struct itimerspec its = {0};
+    its.it_value.tv_sec = (time_t)(at / 1000000000u);
+    its.it_value.tv_nsec = (long)(at % 1000000000u);
+    timerfd_settime(w->uv_tfd, TFD_TIMER_ABSTIME, &its, NULL);
+    w->uv_armed_ns = at;
+}
+
+/* io_uring: the loop. Each pass: one io_uring_enter that submits this pass's sends and
+ * recvs and waits, then the completions, libuv when its fd or timer fired, and the turn.
+ * Closed loop: wake on any completion. Constant rate: wake at the schedule's next tick,
+ * not per response (responses carry the kernel's receive time), unless nothing is
+ * scheduled (every due request waits for a connection): then at the next completion. */
+static void uring_loop(struct worker *w)
+{
+    uring_prep_poll_multishot(ring_sqe(w), uv_backend_fd(&w->loop), POLLIN, UVPOLL_DATA);
+    uring_prep_poll_multishot(ring_sqe(w), w->uv_tfd, POLLIN, UVTIMER_DATA);
+    w->uv_due = 1;
+    for (;;) {
+        if (w->uv_due) {
+            w->uv_due = 0;
+            uv_run(&w->loop, UV_RUN_NOWAIT);
+            worker_turn(w);
+        }
+        if (w->stopping && !uv_loop_alive(&w->loop) && w->ops_pending == 0)
+            break;
+        uv_timer_sync(w);
+        unsigned min_complete = 1;
+        int64_t wait_ns = -1;
+        if (w->uv_due) {
+            min_complete = 0;
+        } else if (!w->closed_loop && !w->stopping && w->wake_ns) {
+            uint64_t now = timebase_now_ns();
+            wait_ns = w->wake_ns > now ? (int64_t)(w->wake_ns - now) : 0;
+            min_complete = wait_ns == 0 ? 0 : w->uring.cq_entries;
+        }
+        int rc = uring_enter(&w->uring, min_complete, wait_ns);
+        if (rc < 0)
+            panic("io_uring_enter: %s", strerror(-rc));
+        w->now_ns = timebase_now_ns();
+        if (w->rx_stamps) {
+            struct timespec rt;
+            clock_gettime(CLOCK_REALTIME, &rt);
+            w->real_minus_mono = (int64_t)rt.tv_sec * 1000000000 + rt.tv_nsec - (int64_t)w->now_ns;
+        }
+        uring_reap(&w->uring, on_cqe, w);
+        if (!w->uv_due)
+            worker_turn(w);
+    }
+}
+
+static void worker_abort(struct worker *w)
+{
+    struct worker_shared *sh = w->sh;
+    w->end_ns = w->measure_start_ns = sh->start_ns;
+    w->stop_ns = sh->start_ns;
+    w->stopping = 1;
+    for (unsigned i = 0; i < w->nconns; i++) {
+        struct conn *c = &w->conns[i];
+        if (c->state == CONN_OPEN)
+            uv_close((uv_handle_t *)&c->tcp, NULL);
+        uv_close((uv_handle_t *)&c->retry, NULL);
+    }
+    uv_run(&w->loop, UV_RUN_DEFAULT);
+    uv_loop_close(&w->loop);
+    if (w->use_uring) {
+        uring_exit(&w->uring); /* queued recvs were never submitted */
+        close(w->uv_tfd);
+    }
+}
+
 static void *worker_main(void *arg)
 {
     struct worker *w = arg;
     struct worker_shared *sh = w->sh;
-    prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0); /* ns-precise timerfd wake-ups */
+    const struct config *cfg = w->cfg;
+    /* Coalesce the kernel's own timeouts (epoll, io_uring waits) to the tick. */
+    prctl(PR_SET_TIMERSLACK, cfg->tick_ns ? (unsigned long)cfg->tick_ns : 1UL, 0, 0, 0);
     if (uv_loop_init(&w->loop) < 0)
         panic("uv_loop_init failed");
+    if (w->use_uring) {
+        int rc = uring_init(&w->uring, 4 * w->nconns + 16, 8 * w->nconns + 64);
+        if (rc < 0) /* main probed it; a failure here is a resource limit */
+            panic("io_uring_setup failed in worker %u: %s", w->id, strerror(-rc));
+        w->uv_tfd = timerfd_create(TIMEBASE_CLOCK, TFD_NONBLOCK | TFD_CLOEXEC);
+        if (w->uv_tfd < 0)
+            panic("timerfd_create: %s", strerror(errno));
+        w->rx_stamps = !w->closed_loop;
+    }
     w->pending_connects = w->nconns;
     for (unsigned i = 0; i < w->nconns; i++) {
         struct conn *c = &w->conns[i];
@@ -581,28 +976,17 @@ static void *worker_main(void *arg)
     pthread_barrier_wait(&sh->connected);
     pthread_barrier_wait(&sh->go);
     if (sh->abort) {
-        w->end_ns = w->measure_start_ns = sh->start_ns;
-        w->stop_ns = sh->start_ns;
-        w->stopping = 1;
-        for (unsigned i = 0; i < w->nconns; i++) {
-            struct conn *c = &w->conns[i];
-            if (c->state == CONN_OPEN)
-                uv_close((uv_handle_t *)&c->tcp, NULL);
-            uv_close((uv_handle_t *)&c->retry, NULL);
-        }
-        uv_run(&w->loop, UV_RUN_DEFAULT);
-        uv_loop_close(&w->loop);
+        worker_abort(w);
         return NULL;
     }
-    const struct config *cfg = w->cfg;
     uint64_t start = sh->start_ns;
     w->measure_start_ns = start + cfg->warmup_ns;
     w->end_ns = w->measure_start_ns + cfg->duration_ns;
-    w->now_ns = uv_hrtime();
     w->running = 1;
 
     uv_timer_init(&w->loop, &w->end_timer);
     w->end_timer.data = w;
+    w->now_ns = timebase_now_ns();
     uint64_t left_ns = w->end_ns > w->now_ns ? w->end_ns - w->now_ns : 0;
     uv_timer_start(&w->end_timer, on_end, (left_ns + 999999) / 1000000, 0);
     uv_timer_init(&w->loop, &w->housekeeping);
@@ -612,34 +996,44 @@ static void *worker_main(void *arg)
     uv_timer_start(&w->housekeeping, on_housekeeping, hk_ms, hk_ms);
 
     if (!w->closed_loop) {
-        w->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-        if (w->tfd < 0)
-            panic("timerfd_create: %s", strerror(errno));
-        uv_poll_init(&w->loop, &w->tick, w->tfd);
-        w->tick.data = w;
-        uv_poll_start(&w->tick, UV_READABLE, on_tick);
-        w->interval_ns = 1e9 * (double)cfg->threads / cfg->rate;
-        /* Threads interleave their even schedules. */
-        w->plan_base_ns = start + (uint64_t)(w->interval_ns * w->id / cfg->threads);
-        w->next_plan_ns = w->plan_base_ns;
-        if (cfg->arrivals == ARRIVALS_POISSON)
-            plan_advance(w);
+        unsigned streams = cfg->agent_count * cfg->threads;
+        plan_init(&w->plan, cfg->arrivals, cfg->rate,
+                  plan_stream(cfg->agent_index, cfg->agent_count, w->id), streams, start,
+                  cfg->seed);
+        if (!w->use_uring) {
+            w->tfd = timerfd_create(TIMEBASE_CLOCK, TFD_NONBLOCK | TFD_CLOEXEC);
+            if (w->tfd < 0)
+                panic("timerfd_create: %s", strerror(errno));
+            uv_poll_init(&w->loop, &w->tick, w->tfd);
+            w->tick.data = w;
+            uv_poll_start(&w->tick, UV_READABLE, on_tick);
+        }
+    }
+    if (!w->use_uring) {
+        uv_check_init(&w->loop, &w->turn);
+        w->turn.data = w;
+        uv_check_start(&w->turn, on_turn);
     }
     for (unsigned i = 0; i < w->nconns; i++) {
         struct conn *c = &w->conns[i];
-        if (c->state == CONN_OPEN) {
+        if (c->state == CONN_OPEN)
             conn_ready(c, w->now_ns);
-            if (w->closed_loop)
-                conn_flush(c);
-        } else if (c->state == CONN_IDLE_CLOSED) {
+        else if (c->state == CONN_IDLE_CLOSED)
             uv_timer_start(&c->retry, on_retry, RETRY_MS, 0);
-        }
     }
-    if (!w->closed_loop)
-        dispatch_due(w, uv_hrtime());
-    uv_run(&w->loop, UV_RUN_DEFAULT);
-    if (!w->closed_loop)
-        close(w->tfd);
+    worker_turn(w);
+    if (w->use_uring) {
+        uring_loop(w);
+        uv_run(&w->loop, UV_RUN_NOWAIT); /* nothing left; keeps uv_loop_close honest */
+        uring_exit(&w->uring);
+        close(w->uv_tfd);
+    } else {
+        if (!w->closed_loop)
+            tick_arm(w);
+        uv_run(&w->loop, UV_RUN_DEFAULT);
+        if (!w->closed_loop)
+            close(w->tfd);
+    }
     if (uv_loop_close(&w->loop) != 0)
         panic("worker %u: handles left open", w->id);
     return NULL;
@@ -648,17 +1042,27 @@ static void *worker_main(void *arg)
 struct worker *worker_new(struct worker_shared *sh, unsigned id, unsigned nconns)
 {
     struct worker *w = xcalloc(1, sizeof *w);
+    const struct config *cfg = sh->cfg;
     w->sh = sh;
-    w->cfg = sh->cfg;
+    w->cfg = cfg;
     w->id = id;
     w->nconns = nconns;
     w->conns = xcalloc(nconns, sizeof *w->conns);
     w->ready = xcalloc(nconns, sizeof *w->ready);
-    for (unsigned i = 0; i < nconns; i++)
+    w->touched = xcalloc(nconns, sizeof *w->touched);
+    for (unsigned i = 0; i < nconns; i++) {
         w->conns[i].w = w;
+        w->conns[i].index = i;
+        w->conns[i].fd = -1;
+    }
     stats_init(&w->stats);
-    rng_seed(&w->rng, sh->cfg->seed * 0x100000001b3ull + id);
-    w->closed_loop = sh->cfg->rate <= 0;
+    unsigned stream = plan_stream(cfg->agent_index, cfg->agent_count, id);
+    rng_seed(&w->rng, cfg->seed * 0x100000001b3ull + stream);
+    w->seq_stride = (uint64_t)cfg->agent_count * cfg->threads;
+    w->seq_base = stream;
+    w->closed_loop = cfg->rate <= 0;
+    w->use_uring = sh->use_uring;
+    w->tick_ns = cfg->tick_ns;
     w->tfd = -1;
     llhttp_settings_init(&w->settings);
     w->settings.on_headers_complete = on_headers_complete;
@@ -701,6 +1105,7 @@ void worker_free(struct worker *w)
     }
     buf_free(&w->scratch);
     stats_free(&w->stats);
+    free(w->touched);
     free(w->ready);
     free(w->conns);
     free(w);

@@ -1,6 +1,7 @@
 /* worker: one load-generating thread: its own uv loop, its share of the connections,
- * the send schedule (closed loop, or constant rate planned in ns on a timerfd), response
- * parsing (llhttp, response mode), validation and recording into its own struct stats.
+ * the send schedule (closed loop, or constant rate: every wake-up sends what is due, the
+ * timer is a tick grid), socket I/O through io_uring or libuv's epoll, response parsing
+ * (llhttp, response mode), validation and recording into its own struct stats.
  * Threads share only the read-only struct worker_shared; nothing on the hot path is
  * shared. Lifecycle: worker_new -> worker_start -> (barriers with main) -> worker_join
  * -> read worker_stats -> worker_free. */
@@ -24,7 +25,8 @@ struct worker_shared {
     struct sockaddr_storage addr;
     pthread_barrier_t connected; /* all workers tried their first connects */
     pthread_barrier_t go;        /* main has written start_ns / abort */
-    uint64_t start_ns;           /* schedule origin (uv_hrtime clock) */
+    uint64_t start_ns;           /* schedule origin (timebase clock, CLOCK_MONOTONIC) */
+    int use_uring;               /* set by main before worker_start */
     int abort;                   /* nonzero: skip the run (nothing could connect) */
     _Atomic int stop;            /* nonzero: stop early (SIGINT) */
 };
@@ -43,7 +45,7 @@ void worker_join(struct worker *w);
 struct stats *worker_stats(struct worker *w);
 /* The first connect error seen (negative uv errno), 0 if none. After the barrier. */
 int worker_first_error(const struct worker *w);
-/* When the worker stopped measuring (ns, uv_hrtime clock). After join. */
+/* When the worker stopped measuring (ns, timebase clock). After join. */
 uint64_t worker_stop_ns(const struct worker *w);
 void worker_free(struct worker *w);
 

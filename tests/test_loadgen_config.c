@@ -1,5 +1,6 @@
-/* test_loadgen_config: command-line parsing: defaults, durations, URLs, and the usage
- * errors that make loadgen exit 2. */
+/* test_loadgen_config: command-line parsing: defaults, durations, URLs, the usage
+ * errors that make loadgen exit 2, --tick/--io/--agent/--start-at, and the one clock
+ * (timebase) that every loadgen timestamp uses. */
 #include <errno.h>
 #include <getopt.h>
 #include <setjmp.h>
@@ -12,6 +13,7 @@
 #include <cmocka.h>
 
 #include "loadgen/config.h"
+#include "loadgen/timebase.h"
 
 static int parse(struct config *cfg, char *err, size_t errlen, ...)
 {
@@ -114,9 +116,106 @@ static void test_usage_errors(void **state)
     assert_int_equal(parse(&cfg, err, sizeof err, "--url", NULL), -EINVAL);
 }
 
+static void test_tick_io_defaults(void **state)
+{
+    struct config cfg;
+    char err[256];
+    assert_int_equal(parse(&cfg, err, sizeof err, "--url", "http://h:1", NULL), 0);
+    assert_int_equal(cfg.tick_ns, CONFIG_DEFAULT_TICK_NS);
+    assert_int_equal(cfg.tick_ns, 50000);
+    assert_int_equal(cfg.io, IO_AUTO);
+    assert_int_equal(cfg.agent_index, 0);
+    assert_int_equal(cfg.agent_count, 1);
+    assert_true(cfg.start_at == 0);
+    assert_null(cfg.hist_out_path);
+    assert_int_equal(parse(&cfg, err, sizeof err, "--url", "http://h:1", "--tick", "1ms", "--io",
+                           "epoll", "--agent", "2/3", "--start-at", "1767225600.25",
+                           "--hist-out", "x.hist.json", NULL),
+                     0);
+    assert_int_equal(cfg.tick_ns, 1000000);
+    assert_int_equal(cfg.io, IO_EPOLL);
+    assert_int_equal(cfg.agent_index, 2);
+    assert_int_equal(cfg.agent_count, 3);
+    assert_true(cfg.start_at == 1767225600.25);
+    assert_string_equal(cfg.hist_out_path, "x.hist.json");
+    assert_int_equal(parse(&cfg, err, sizeof err, "--url", "http://h:1", "--tick", "0", NULL), 0);
+    assert_int_equal(cfg.tick_ns, 0);
+    assert_int_equal(parse(&cfg, err, sizeof err, "--url", "http://h:1", "--tick", "101ms", NULL),
+                     -EINVAL);
+    assert_non_null(strstr(err, "--tick"));
+    assert_int_equal(parse(&cfg, err, sizeof err, "--url", "http://h:1", "--io", "kqueue", NULL),
+                     -EINVAL);
+}
+
+static void test_agent_parse(void **state)
+{
+    unsigned i, n;
+    assert_int_equal(config_parse_agent("0/1", &i, &n), 0);
+    assert_int_equal(i, 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(config_parse_agent("7/8", &i, &n), 0);
+    assert_int_equal(i, 7);
+    assert_int_equal(n, 8);
+    const char *bad[] = {"3/3", "0/0", "1", "/2", "1/", "x/2", "1/x", "-1/2", "1/1001", "1 /2"};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++)
+        assert_int_equal(config_parse_agent(bad[k], &i, &n), -EINVAL);
+    struct config cfg;
+    char err[256];
+    assert_int_equal(parse(&cfg, err, sizeof err, "--url", "http://h:1", "--agent", "2/2", NULL),
+                     -EINVAL);
+    assert_non_null(strstr(err, "--agent"));
+}
+
+static void test_start_at(void **state)
+{
+    double t;
+    assert_int_equal(config_parse_epoch("1767225600", &t), 0);
+    assert_true(t == 1767225600.0);
+    assert_int_equal(config_parse_epoch("1767225600.125", &t), 0);
+    assert_true(t == 1767225600.125);
+    const char *bad[] = {"", "soon", "-5", "+5", "0", "1e400", "12abc", " 12", "nan", "inf"};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++)
+        assert_int_equal(config_parse_epoch(bad[k], &t), -EINVAL);
+    char err[300] = "";
+    double now = 1767225600.0;
+    assert_int_equal(config_check_start_at(0, now, err, sizeof err), 0); /* not given */
+    assert_int_equal(config_check_start_at(now + 5, now, err, sizeof err), 0);
+    assert_int_equal(config_check_start_at(now - 0.5, now, err, sizeof err), 0);
+    assert_int_equal(config_check_start_at(now - 2.5, now, err, sizeof err), -ETIME);
+    assert_non_null(strstr(err, "--start-at"));
+    assert_non_null(strstr(err, "2.500 s in the past"));
+}
+
+static void test_timebase_is_one_clock(void **state)
+{
+    /* libuv's uv_hrtime and the timebase read the same clock (1 ms of scheduling slack). */
+    assert_int_equal(timebase_check_uv(1000000), 0);
+    uint64_t a = timebase_now_ns();
+    uint64_t b = timebase_now_ns();
+    assert_true(b >= a);
+    /* A realtime instant 1.5 s ahead converts to about now + 1.5 s on the timebase. */
+    double ahead;
+    uint64_t mono_now = timebase_now_ns();
+    uint64_t at = timebase_from_realtime(timebase_realtime_s() + 1.5, &ahead);
+    assert_true(ahead > 1.49 && ahead <= 1.5 + 1e-3);
+    int64_t d = (int64_t)at - (int64_t)(mono_now + 1500000000ull);
+    assert_true(d > -5000000 && d < 5000000);
+    /* A past instant: negative ahead. */
+    timebase_from_realtime(timebase_realtime_s() - 3.0, &ahead);
+    assert_true(ahead < -2.99);
+    /* Sleeping until a timebase instant really waits until then. */
+    uint64_t until = timebase_now_ns() + 2000000;
+    assert_int_equal(timebase_sleep_until(until, NULL), 0);
+    assert_true(timebase_now_ns() >= until);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_tick_io_defaults),
+        cmocka_unit_test(test_agent_parse),
+        cmocka_unit_test(test_start_at),
+        cmocka_unit_test(test_timebase_is_one_clock),
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_all_flags),
         cmocka_unit_test(test_durations),
