@@ -42,9 +42,12 @@ void config_usage(void *fp)
         "                       precise, costliest). Max 100ms.\n"
         "  --pipeline N         requests in flight per connection (default 1, max 64)\n"
         "  --timeout D          a response later than this is a timeout error (default 10s)\n"
-        "  --io auto|uring|epoll  socket I/O: io_uring (one system call per wake-up for all\n"
-        "                       connections) or epoll through libuv (a read and a write per\n"
-        "                       request); auto = io_uring when the kernel allows it\n"
+        "  --io epoll|uring|auto  socket I/O (default epoll): epoll through libuv (a read\n"
+        "                       and a write per request, responses timed at wake-up), or\n"
+        "                       io_uring (one system call per wake-up for all connections;\n"
+        "                       at a constant rate responses are timed by the kernel's\n"
+        "                       receive timestamps, so they need no wake-up of their own);\n"
+        "                       auto = io_uring when the kernel allows it, else epoll\n"
         "  --agent I/N          this process is agent I (0-based) of N sharing one schedule:\n"
         "                       it sends R/N req/s with phase I/R, so the N agents' planned\n"
         "                       times together are the single schedule at --rate R\n"
@@ -233,6 +236,7 @@ int config_parse(int argc, char **argv, const char *env_bearer, struct config *c
     cfg->timeout_ns = 10000000000ull;
     cfg->seed = 1;
     cfg->tick_ns = CONFIG_DEFAULT_TICK_NS;
+    cfg->io = IO_EPOLL;
     cfg->agent_count = 1;
     cfg->bearer = env_bearer && *env_bearer ? env_bearer : DEFAULT_BEARER;
     const char *url = NULL;

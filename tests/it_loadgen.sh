@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # it_loadgen.sh: behaviour tests of build/loadgen against the test servers in
 # tests/helpers (stall_server, fault_server) and, when built, build/async-server:
-# usage errors, coordinated-omission correction, rate accuracy, exact error accounting,
-# mix fidelity (loadgen and wrk + wrk_mix.lua, checked with the server's /metrics).
-# Prints TAP. Each loadgen run is 1-3 s; the whole script takes about 25 s.
+# usage errors, coordinated-omission correction, rate accuracy, send lag and connection
+# waits, --tick, both I/O back-ends, exact error accounting, agents splitting one schedule
+# (--agent, --start-at) and `loadgen merge`, mix fidelity (loadgen and wrk + wrk_mix.lua,
+# checked with the server's /metrics). Prints TAP. Each loadgen run is 1-3 s; the whole
+# script takes about 45 s.
 set -euo pipefail
 
 BUILD="${BUILD:-build}"
@@ -45,6 +47,7 @@ check() { # check NAME CONDITION-COMMAND...
 }
 skip() { N=$((N + 1)); echo "ok $N - # SKIP $1"; }
 jget() { jq -r "$2" "$1"; }
+jtrue() { jq -e "$@" >/dev/null; } # jtrue [jq options] FILTER FILE: the filter holds
 # float comparisons through awk: fcmp A OP B
 fcmp() { awk -v a="$1" -v b="$3" "BEGIN { exit !(a $2 b) }"; }
 
@@ -74,7 +77,7 @@ out=$("$LOADGEN" --help) && rc=0 || rc=$?
 check "--help exits 0" test "$rc" -eq 0
 missing=""
 for f in url mix connections threads duration warmup rate arrivals pipeline timeout bearer seed \
-         json hgrm quiet help; do
+         json hgrm quiet help tick io agent start-at hist-out; do
     grep -q -- "--$f" <<<"$out" || missing="$missing $f"
 done
 check "--help documents every flag (missing:${missing:- none})" test -z "$missing"
@@ -85,6 +88,21 @@ check "bad --duration exits 2 with a message" \
     bash -c "[[ $rc -eq 2 ]] && grep -q -- '--duration' '$TMP/err'"
 rc=0; "$LOADGEN" 2>"$TMP/err" || rc=$?
 check "missing --url exits 2" test "$rc" -eq 2
+rc=0; "$LOADGEN" --url http://127.0.0.1:1 --tick 1s 2>"$TMP/err" || rc=$?
+check "--tick above 100ms exits 2 with a message" \
+    bash -c "[[ $rc -eq 2 ]] && grep -q -- '--tick' '$TMP/err'"
+rc=0; "$LOADGEN" --url http://127.0.0.1:1 --agent 2/2 2>"$TMP/err" || rc=$?
+check "--agent 2/2 exits 2" test "$rc" -eq 2
+past=$(awk -v t="$(date +%s.%N)" 'BEGIN { printf "%.3f", t - 10 }')
+rc=0; "$LOADGEN" --url http://127.0.0.1:1 --start-at "$past" 2>"$TMP/err" || rc=$?
+check "--start-at 10 s in the past exits 2 and says so ($(head -c 90 "$TMP/err"))" \
+    bash -c "[[ $rc -eq 2 ]] && grep -q 'in the past' '$TMP/err'"
+rc=0; "$LOADGEN" merge "$TMP/m.json" 2>"$TMP/err" || rc=$?
+check "merge without inputs exits 2" test "$rc" -eq 2
+echo '{"format":"something-else"}' >"$TMP/bad.hist.json"
+rc=0; "$LOADGEN" merge "$TMP/m.json" "$TMP/bad.hist.json" 2>"$TMP/err" || rc=$?
+check "merge of a non --hist-out file exits 1 ($(head -c 100 "$TMP/err"))" \
+    bash -c "[[ $rc -eq 1 ]] && grep -q 'hist-out' '$TMP/err'"
 printf '# a comment\n80 GET /a - 200\n15 GET /b - 2000\n' >"$TMP/bad.mix"
 rc=0; "$LOADGEN" --url http://127.0.0.1:1 --mix "$TMP/bad.mix" 2>"$TMP/err" || rc=$?
 check "bad mix line exits 2 and names line 3 ($(head -c 120 "$TMP/err"))" \
@@ -116,6 +134,15 @@ check "uncorrected p99 does not: $s99 ms < $((STALL_MS / 10)) ms (conns $CO_CONN
 check "uncorrected max still saw the stall: $smax ms >= $((STALL_MS * 8 / 10))" \
     fcmp "$smax" '>=' "$((STALL_MS * 8 / 10))"
 check "--hgrm wrote a spectrum" grep -q 'Percentile' "$TMP/co.hgrm"
+# During the stall all CO_CONNS connections hold a request: the R*S - CO_CONNS requests
+# planned meanwhile wait for a free connection (allow 20% for timing).
+waited=$(jget "$TMP/co.json" .requests_waited_for_connection)
+want_waited=$(awk -v r="$CO_RATE" -v s="$STALL_MS" -v c="$CO_CONNS" 'BEGIN { printf "%d", 0.8 * (r * s / 1000 - c) }')
+check "stall: $waited requests waited for a free connection (>= $want_waited)" \
+    test "$waited" -ge "$want_waited"
+cw99=$(jget "$TMP/co.json" .connection_wait_ms.p99)
+check "stall: their p99 wait $cw99 ms is most of the stall (>= $((STALL_MS / 2)) ms)" \
+    fcmp "$cw99" '>=' "$((STALL_MS / 2))"
 
 # ---- rate accuracy ----
 start_helper stall_server --stall-ms 0
@@ -125,7 +152,68 @@ start_helper stall_server --stall-ms 0
     --arrivals poisson --threads 2 --connections 8 --json "$TMP/poisson.json" --quiet
 "$LOADGEN" --url "http://127.0.0.1:$SERVER_PORT" --duration 1 --threads 2 --connections 4 \
     --pipeline 8 --json "$TMP/pipe.json" --quiet
+# A low rate against a fast server: the send lag must be small against the 100 ms interval,
+# with either I/O back-end (auto: io_uring where the kernel allows it); --tick 1ms and
+# --tick 0 hold the rate too.
+for io in auto epoll; do
+    "$LOADGEN" --url "http://127.0.0.1:$SERVER_PORT" --rate 10 --duration 4 --connections 4 \
+        --io "$io" --json "$TMP/low-$io.json" --quiet
+done
+"$LOADGEN" --url "http://127.0.0.1:$SERVER_PORT" --rate "$RATE" --duration "$RATE_SECS" \
+    --connections 8 --tick 1ms --json "$TMP/tick1ms.json" --quiet
+"$LOADGEN" --url "http://127.0.0.1:$SERVER_PORT" --rate "$RATE" --duration "$RATE_SECS" \
+    --connections 8 --tick 0 --io epoll --json "$TMP/tick0.json" --quiet
+# Two agents splitting one schedule at RATE, started together by --start-at.
+start_at=$(awk -v t="$(date +%s.%N)" 'BEGIN { printf "%.3f", t + 1.5 }')
+agent_pids=()
+for i in 0 1; do
+    "$LOADGEN" --url "http://127.0.0.1:$SERVER_PORT" --rate "$RATE" --duration "$RATE_SECS" \
+        --connections 4 --agent "$i/2" --start-at "$start_at" --json "$TMP/agent$i.json" \
+        --hist-out "$TMP/agent$i.hist.json" --quiet &
+    PIDS+=("$!")
+    agent_pids+=("$!")
+done
+wait "${agent_pids[@]}"
+"$LOADGEN" merge --quiet --hgrm "$TMP/merged.hgrm" "$TMP/merged.json" "$TMP/agent0.hist.json" \
+    "$TMP/agent1.hist.json"
 stop_helper
+for io in auto epoll; do
+    L="$TMP/low-$io.json"
+    # (the bound leaves room for a host whose CPUs other work holds: wake-ups late by ms)
+    check "rate 10/s, io $(jget "$L" .io): send lag p99 $(jget "$L" .send_lag_ms.p99) ms < 25 ms (a quarter of the 100 ms interval)" \
+        fcmp "$(jget "$L" .send_lag_ms.p99)" '<' 25
+done
+for t in tick1ms tick0; do
+    got=$(jget "$TMP/$t.json" .requests_completed)
+    check "$t: tick_us $(jget "$TMP/$t.json" .tick_us), completed $got within 1% of $((RATE * RATE_SECS))" \
+        fcmp "$(awk -v g="$got" -v w="$((RATE * RATE_SECS))" 'BEGIN { d = g - w; if (d < 0) d = -d; print d / w }')" '<=' 0.01
+done
+check "--tick 1ms: send lag p50 $(jget "$TMP/tick1ms.json" .send_lag_ms.p50) ms within the tick (+ 1 ms for a loaded host)" \
+    fcmp "$(jget "$TMP/tick1ms.json" .send_lag_ms.p50)" '<' 2
+a0=$(jget "$TMP/agent0.json" .requests_completed); a1=$(jget "$TMP/agent1.json" .requests_completed)
+M="$TMP/merged.json"
+half=$((RATE * RATE_SECS / 2))
+check "agents 0/2 and 1/2 each sent R/N x D: $a0 and $a1 within 1% of $half" \
+    bash -c "fcmp() { awk -v a=\"\$1\" -v b=\"\$3\" \"BEGIN { exit !(a \$2 b) }\"; }; fcmp $(( a0 > half ? a0 - half : half - a0 )) '<=' $((half / 100)) && fcmp $(( a1 > half ? a1 - half : half - a1 )) '<=' $((half / 100))"
+check "merge: requests_completed $(jget "$M" .requests_completed) = $a0 + $a1" \
+    test "$(jget "$M" .requests_completed)" -eq $((a0 + a1))
+check "merge: achieved $(jget "$M" .achieved_rps) req/s within 1% of $RATE" \
+    fcmp "$(awk -v g="$(jget "$M" .achieved_rps)" -v w="$RATE" 'BEGIN { d = g - w; if (d < 0) d = -d; print d / w }')" '<=' 0.01
+# shellcheck disable=SC2016 # $a and $b are jq variables
+check "merge: latency count, send-lag count and status 200 are the agents' sums" \
+    jtrue --slurpfile a "$TMP/agent0.json" --slurpfile b "$TMP/agent1.json" \
+    '.latency_ms.count == $a[0].latency_ms.count + $b[0].latency_ms.count and
+     .send_lag_ms.count == $a[0].send_lag_ms.count + $b[0].send_lag_ms.count and
+     .status_counts["200"] == $a[0].status_counts["200"] + $b[0].status_counts["200"] and
+     .errors_total == $a[0].errors_total + $b[0].errors_total' "$M"
+# shellcheck disable=SC2016 # $a and $b are jq variables
+check "merge: max is the agents' max; p99 lies between theirs (recomputed, not averaged)" \
+    jtrue --slurpfile a "$TMP/agent0.json" --slurpfile b "$TMP/agent1.json" \
+    '.latency_ms.max == ([$a[0].latency_ms.max, $b[0].latency_ms.max] | max) and
+     .latency_ms.p99 >= ([$a[0].latency_ms.p99, $b[0].latency_ms.p99] | min) and
+     .latency_ms.p99 <= ([$a[0].latency_ms.p99, $b[0].latency_ms.p99] | max)' "$M"
+check "merge: 2 agents listed, connections summed, --hgrm written" \
+    bash -c "jq -e '.merged_from == 2 and (.agents | length) == 2 and .connections == 8' '$M' >/dev/null && grep -q Percentile '$TMP/merged.hgrm'"
 want=$((RATE * RATE_SECS))
 got=$(jget "$TMP/rate.json" .requests_completed)
 check "even arrivals: completed $got within 1% of $want" \
@@ -137,6 +225,15 @@ check "poisson arrivals, 2 threads: completed $got within 8% of $want" \
     fcmp "$(awk -v g="$got" -v w="$want" 'BEGIN { d = g - w; if (d < 0) d = -d; print d }')" \
     '<=' "$(awk -v w="$want" 'BEGIN { print w * 0.08 }')"
 check "constant rate: no errors" test "$(jget "$TMP/rate.json" .errors_total)" -eq 0
+R="$TMP/rate.json"
+check "send lag present and ordered: 0 <= p50 $(jget "$R" .send_lag_ms.p50) <= p99 $(jget "$R" .send_lag_ms.p99) <= max $(jget "$R" .send_lag_ms.max) ms" \
+    jtrue '.send_lag_ms | (.p50 >= 0 and .p50 <= .p99 and .p99 <= .max and .mean >= 0)' "$R"
+check "send lag counts every request sent ($(jget "$R" .send_lag_ms.count) = $(jget "$R" .requests_sent))" \
+    jtrue '.send_lag_ms.count == .requests_sent' "$R"
+check "constant-rate facts: tick_us 50, requests_not_sent $(jget "$R" .requests_not_sent) <= 1%, loadgen_cpu_pct $(jget "$R" .loadgen_cpu_pct) in (0, 100*threads]" \
+    jtrue '.tick_us == 50 and .requests_not_sent <= 0.01 * .requests_sent and .loadgen_cpu_pct > 0 and .loadgen_cpu_pct <= 100 * .threads and (.io == "io_uring" or .io == "epoll")' "$R"
+check "closed loop: send lag, connection waits and tick are null (no planned times)" \
+    jtrue '.send_lag_ms == null and .requests_waited_for_connection == null and .connection_wait_ms == null and .tick_us == null and .requests_not_sent == null' "$TMP/pipe.json"
 pc=$(jget "$TMP/pipe.json" .requests_completed)
 check "closed loop, pipeline 8, 2 threads: $pc completed, no errors" \
     bash -c "[[ $pc -gt 1000 && $(jget "$TMP/pipe.json" .errors_total) -eq 0 ]]"

@@ -123,17 +123,17 @@ static void test_tick_io_defaults(void **state)
     assert_int_equal(parse(&cfg, err, sizeof err, "--url", "http://h:1", NULL), 0);
     assert_int_equal(cfg.tick_ns, CONFIG_DEFAULT_TICK_NS);
     assert_int_equal(cfg.tick_ns, 50000);
-    assert_int_equal(cfg.io, IO_AUTO);
+    assert_int_equal(cfg.io, IO_EPOLL);
     assert_int_equal(cfg.agent_index, 0);
     assert_int_equal(cfg.agent_count, 1);
     assert_true(cfg.start_at == 0);
     assert_null(cfg.hist_out_path);
     assert_int_equal(parse(&cfg, err, sizeof err, "--url", "http://h:1", "--tick", "1ms", "--io",
-                           "epoll", "--agent", "2/3", "--start-at", "1767225600.25",
+                           "uring", "--agent", "2/3", "--start-at", "1767225600.25",
                            "--hist-out", "x.hist.json", NULL),
                      0);
     assert_int_equal(cfg.tick_ns, 1000000);
-    assert_int_equal(cfg.io, IO_EPOLL);
+    assert_int_equal(cfg.io, IO_URING);
     assert_int_equal(cfg.agent_index, 2);
     assert_int_equal(cfg.agent_count, 3);
     assert_true(cfg.start_at == 1767225600.25);
