@@ -1,28 +1,44 @@
 #!/usr/bin/env bash
-# loadgen-vs-wrk.sh: requests per load-generator CPU-second, build/loadgen vs wrk, closed
-# loop, GET /ping, same connections, one thread each pinned to LOADGEN_CPU, against one
-# server pinned to SERVER_CPU (nginx, one worker, `return 200 "pong"`, in its own temp
-# prefix, or build/async-server with SERVER=async). CPU is user+sys of the whole
-# generator process (GNU time). A benchmark, not a test: prints a report on stdout.
+# loadgen-vs-wrk.sh: what the load generator costs per request. (1) Closed loop: requests
+# per generator CPU-second of build/loadgen and of wrk, GET /ping, same connections, one
+# thread each pinned to LOADGEN_CPU, against one server pinned to SERVER_CPU (nginx, one
+# worker, `return 200 "pong"`, in its own temp prefix, or build/async-server with
+# SERVER=async); target: loadgen >= 1.3x wrk (median of REPEAT interleaved pairs).
+# (2) Constant rate at 30%, 50% and 90% of loadgen's closed-loop rate: generator CPU per
+# request; target: <= 1.1x the closed loop's (medians). CPU is user+sys of the whole
+# generator process (GNU time); server CPU from /proc/PID/stat over each run. A run where
+# the server was the bottleneck (server >= 90% of its CPU, generator < 90%) measures the
+# server, not the generator: the verdict then says NOT VALID. A benchmark, not a test.
 set -euo pipefail
 
 CONNECTIONS="${CONNECTIONS:-64}"
 DURATION="${DURATION:-10}"          # seconds per run
-REPEAT="${REPEAT:-3}"               # runs per tool, interleaved; the median ratio is reported
+REPEAT="${REPEAT:-3}"               # runs per tool and per rate; medians are reported
 SERVER="${SERVER:-nginx}"           # nginx | async
 LOADGEN_CPU="${LOADGEN_CPU:-1}"
 SERVER_CPU="${SERVER_CPU:-0}"
 LOADGEN="${LOADGEN:-build/loadgen}"
+LOADGEN_ARGS="${LOADGEN_ARGS:-}"    # extra loadgen flags for every run, e.g. "--io epoll"
+TICK="${TICK:-}"                    # --tick for the constant-rate runs (empty: loadgen's default)
+FRACTIONS="${FRACTIONS:-0.3 0.5 0.9}"
 ASYNC_SERVER="${ASYNC_SERVER:-build/async-server}"
 WRK="${WRK:-wrk}"
+WRK_TARGET="${WRK_TARGET:-1.3}"     # loadgen req/CPU-s over wrk's, closed loop
+RATE_TARGET="${RATE_TARGET:-1.1}"   # constant-rate CPU/request over closed loop's
+BOUND_PCT="${BOUND_PCT:-90}"        # a process at or above this % of its CPU is saturated
 
 usage() {
     cat <<USAGE
 usage: bench/loadgen-vs-wrk.sh [--help]
-Compares requests per CPU-second of loadgen and wrk (GET /ping, closed loop, 1 thread).
+Load-generator cost per request: closed loop vs wrk (target >= ${WRK_TARGET}x wrk's req per
+CPU-second) and constant rate at ${FRACTIONS// /, } of the closed-loop rate (target <=
+${RATE_TARGET}x the closed loop's CPU per request). GET /ping, 1 generator thread.
 Environment: CONNECTIONS ($CONNECTIONS), DURATION ($DURATION s), REPEAT ($REPEAT),
 SERVER ($SERVER: nginx|async), LOADGEN_CPU ($LOADGEN_CPU), SERVER_CPU ($SERVER_CPU),
-LOADGEN ($LOADGEN), ASYNC_SERVER ($ASYNC_SERVER), WRK ($WRK).
+LOADGEN ($LOADGEN), LOADGEN_ARGS, TICK (loadgen --tick; default loadgen's),
+FRACTIONS ($FRACTIONS), ASYNC_SERVER ($ASYNC_SERVER), WRK ($WRK), WRK_TARGET,
+RATE_TARGET, BOUND_PCT ($BOUND_PCT).
+Run it alone (e.g. under /work/tools/timed on a shared host): other load invalidates it.
 USAGE
 }
 # shellcheck source=bench/lib.sh
@@ -70,36 +86,103 @@ for _ in $(seq 100); do
     sleep 0.05
 done
 URL="http://127.0.0.1:$PORT"
+HZ=$(getconf CLK_TCK)
 
-run_wrk() { # prints "requests cpu_s"
+server_ticks() { awk '{ print $14 + $15 }' "/proc/$SERVER_PID/stat"; }
+# Each run prints: requests gen_cpu_s server_cpu_pct wall_s [send_lag_p99_ms achieved_rps]
+run_wrk() {
+    local t0 s0 s1 t1
+    s0=$(server_ticks); t0=$(date +%s.%N)
     taskset -c "$LOADGEN_CPU" /usr/bin/time -o "$TMP/time" -f '%U %S' \
         "$WRK" -t1 -c"$CONNECTIONS" -d"${DURATION}s" "$URL/ping" >"$TMP/wrk.out" 2>&1
+    s1=$(server_ticks); t1=$(date +%s.%N)
     local req
     req=$(awk '/requests in/ { print $1 }' "$TMP/wrk.out")
-    awk -v r="$req" '{ print r, $1 + $2 }' "$TMP/time"
+    awk -v r="$req" -v s0="$s0" -v s1="$s1" -v t0="$t0" -v t1="$t1" -v hz="$HZ" \
+        '{ w = t1 - t0; printf "%s %.3f %.1f %.3f\n", r, $1 + $2, 100 * (s1 - s0) / hz / w, w }' "$TMP/time"
 }
-run_loadgen() {
+run_loadgen() { # run_loadgen [extra flags...]
+    local t0 s0 s1 t1
+    s0=$(server_ticks); t0=$(date +%s.%N)
+    # shellcheck disable=SC2086 # LOADGEN_ARGS is a list of flags
     taskset -c "$LOADGEN_CPU" /usr/bin/time -o "$TMP/time" -f '%U %S' \
         "$LOADGEN" --url "$URL" --connections "$CONNECTIONS" --threads 1 \
-        --duration "$DURATION" --quiet --json "$TMP/lg.json"
-    local req
+        --duration "$DURATION" --quiet --json "$TMP/lg.json" $LOADGEN_ARGS "$@"
+    s1=$(server_ticks); t1=$(date +%s.%N)
+    local req lag rps
     req=$(jq -r '.requests_completed' "$TMP/lg.json")
-    awk -v r="$req" '{ print r, $1 + $2 }' "$TMP/time"
+    lag=$(jq -r '.send_lag_ms.p99 // "-"' "$TMP/lg.json")
+    rps=$(jq -r '.achieved_rps' "$TMP/lg.json")
+    awk -v r="$req" -v s0="$s0" -v s1="$s1" -v t0="$t0" -v t1="$t1" -v hz="$HZ" -v lag="$lag" \
+        -v rps="$rps" \
+        '{ w = t1 - t0; printf "%s %.3f %.1f %.3f %s %s\n", r, $1 + $2, 100 * (s1 - s0) / hz / w, w, lag, rps }' "$TMP/time"
+}
+median() { sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+# server_bound GEN_CPU_S WALL_S SERVER_PCT: true when the server, not the generator, limited
+server_bound() {
+    awk -v c="$1" -v w="$2" -v s="$3" -v b="$BOUND_PCT" 'BEGIN { exit !(s >= b && 100 * c / w < b) }'
 }
 
-echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)  host: $(hostname)  cores: $(nproc)"
-echo "loadgen: $(git rev-parse --short HEAD 2>/dev/null || echo '?')  wrk: $("$WRK" -v 2>&1 | head -1 | awk '{print $1, $2}')  server: $server_version"
-echo "GET /ping, closed loop, 1 thread, $CONNECTIONS connections, ${DURATION}s per run; generator on CPU $LOADGEN_CPU, server on CPU $SERVER_CPU"
-printf '%-4s %-8s %12s %10s %14s\n' run tool requests cpu_s req_per_cpu_s
-ratios=()
+echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)  host: $(hostname)  cores: $(nproc)  kernel: $(uname -r)"
+echo "loadgen: $(git rev-parse --short HEAD 2>/dev/null || echo '?') ${LOADGEN_ARGS:+($LOADGEN_ARGS) }wrk: $("$WRK" -v 2>&1 | head -1 | awk '{print $1, $2}')  server: $server_version"
+echo "GET /ping, 1 generator thread, $CONNECTIONS connections, ${DURATION} s per run, $REPEAT runs each; generator on CPU $LOADGEN_CPU, server on CPU $SERVER_CPU"
+echo
+echo "== closed loop: loadgen vs wrk (interleaved) =="
+printf '%-4s %-8s %10s %8s %9s %9s %14s\n' run tool requests cpu_s gen_cpu% srv_cpu% req_per_cpu_s
+ratios=() lg_rates=() lg_us=() invalid=0
 for i in $(seq "$REPEAT"); do
-    read -r wr wc < <(run_wrk)
-    read -r lr lc < <(run_loadgen)
+    read -r wr wc ws ww < <(run_wrk)
+    read -r lr lc ls lw _ lrps < <(run_loadgen)
     wrate=$(awk -v r="$wr" -v c="$wc" 'BEGIN { printf "%.0f", r / c }')
     lrate=$(awk -v r="$lr" -v c="$lc" 'BEGIN { printf "%.0f", r / c }')
-    printf '%-4s %-8s %12s %10s %14s\n' "$i" wrk "$wr" "$wc" "$wrate"
-    printf '%-4s %-8s %12s %10s %14s\n' "$i" loadgen "$lr" "$lc" "$lrate"
+    printf '%-4s %-8s %10s %8s %9.1f %9s %14s\n' "$i" wrk "$wr" "$wc" "$(awk -v c="$wc" -v w="$ww" 'BEGIN { print 100 * c / w }')" "$ws" "$wrate"
+    printf '%-4s %-8s %10s %8s %9.1f %9s %14s\n' "$i" loadgen "$lr" "$lc" "$(awk -v c="$lc" -v w="$lw" 'BEGIN { print 100 * c / w }')" "$ls" "$lrate"
+    if server_bound "$wc" "$ww" "$ws" || server_bound "$lc" "$lw" "$ls"; then invalid=1; fi
     ratios+=("$(awk -v a="$lrate" -v b="$wrate" 'BEGIN { printf "%.3f", a / b }')")
+    lg_rates+=("$lrps")
+    lg_us+=("$(awk -v r="$lr" -v c="$lc" 'BEGIN { printf "%.3f", 1e6 * c / r }')")
 done
-median=$(printf '%s\n' "${ratios[@]}" | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }')
-echo "ratio loadgen/wrk (req per CPU-second), per run: ${ratios[*]}; median: $median"
+ratio=$(printf '%s\n' "${ratios[@]}" | median)
+closed_rps=$(printf '%s\n' "${lg_rates[@]}" | median)
+closed_us=$(printf '%s\n' "${lg_us[@]}" | median)
+echo "loadgen io: $(jq -r .io "$TMP/lg.json")"
+echo "ratio loadgen/wrk in req per generator CPU-second, per run: ${ratios[*]}; median $ratio (target >= $WRK_TARGET)"
+echo "loadgen closed loop: median $closed_rps req/s, $closed_us us of generator CPU per request"
+verdicts=()
+if [[ $invalid -eq 1 ]]; then
+    verdicts+=("closed loop vs wrk: NOT VALID (the server was the bottleneck in at least one run: >= $BOUND_PCT% CPU while the generator was below)")
+elif awk -v r="$ratio" -v t="$WRK_TARGET" 'BEGIN { exit !(r >= t) }'; then
+    verdicts+=("closed loop vs wrk: PASS (${ratio}x >= ${WRK_TARGET}x)")
+else
+    verdicts+=("closed loop vs wrk: FAIL (${ratio}x < ${WRK_TARGET}x)")
+fi
+
+echo
+echo "== constant rate: generator CPU per request vs closed loop ($closed_us us/request) =="
+tick_flag=()
+if [[ -n "$TICK" ]]; then tick_flag=(--tick "$TICK"); fi
+printf '%-9s %-4s %10s %10s %8s %9s %12s %12s\n' fraction run rate_rps achieved cpu_s srv_cpu% us_per_req lag_p99_ms
+for f in $FRACTIONS; do
+    rate=$(awk -v f="$f" -v r="$closed_rps" 'BEGIN { printf "%.0f", f * r }')
+    us=() held=1
+    for i in $(seq "$REPEAT"); do
+        read -r r c s _ lag rps < <(run_loadgen --rate "$rate" "${tick_flag[@]}")
+        u=$(awk -v r="$r" -v c="$c" 'BEGIN { printf "%.3f", 1e6 * c / r }')
+        printf '%-9s %-4s %10s %10.0f %8s %9s %12s %12s\n' "$f" "$i" "$rate" "$rps" "$c" "$s" "$u" "$lag"
+        us+=("$u")
+        if ! awk -v a="$rps" -v t="$rate" 'BEGIN { exit !(a >= 0.99 * t) }'; then held=0; fi
+    done
+    m=$(printf '%s\n' "${us[@]}" | median)
+    x=$(awk -v m="$m" -v c="$closed_us" 'BEGIN { printf "%.3f", m / c }')
+    if [[ $invalid -eq 1 ]]; then
+        verdicts+=("constant rate at $f ($rate req/s): NOT VALID (closed-loop reference was server-bound): ${m} us/request = ${x}x")
+    elif [[ $held -eq 0 ]]; then
+        verdicts+=("constant rate at $f ($rate req/s): NOT VALID (rate not held within 1%): ${m} us/request = ${x}x")
+    elif awk -v x="$x" -v t="$RATE_TARGET" 'BEGIN { exit !(x <= t) }'; then
+        verdicts+=("constant rate at $f ($rate req/s): PASS (${m} us/request = ${x}x closed loop <= ${RATE_TARGET}x)")
+    else
+        verdicts+=("constant rate at $f ($rate req/s): FAIL (${m} us/request = ${x}x closed loop > ${RATE_TARGET}x)")
+    fi
+done
+echo
+printf '%s\n' "${verdicts[@]}"
