@@ -179,9 +179,10 @@ wait "${agent_pids[@]}"
 stop_helper
 for io in auto epoll; do
     L="$TMP/low-$io.json"
-    # (the bound leaves room for a host whose CPUs other work holds: wake-ups late by ms)
-    check "rate 10/s, io $(jget "$L" .io): send lag p99 $(jget "$L" .send_lag_ms.p99) ms < 25 ms (a quarter of the 100 ms interval)" \
-        fcmp "$(jget "$L" .send_lag_ms.p99)" '<' 25
+    # The median is the claim (p99 of 40 sends is their worst, which a host whose CPUs other
+    # work holds delays by tens of ms: 38 ms seen beside CPU hogs); p99 stays within the interval.
+    check "rate 10/s, io $(jget "$L" .io): send lag p50 $(jget "$L" .send_lag_ms.p50) ms < 1 ms, p99 $(jget "$L" .send_lag_ms.p99) ms < the 100 ms interval" \
+        jtrue '.send_lag_ms.p50 < 1 and .send_lag_ms.p99 < 100' "$L"
 done
 for t in tick1ms tick0; do
     got=$(jget "$TMP/$t.json" .requests_completed)
