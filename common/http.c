@@ -1,17 +1,30 @@
 /* http: request parsing on llhttp with caps and the checks llhttp 8.1.0 lacks
- * (obs-fold, empty header names, bare CR), and response rendering.
- * Invariant: the parser pauses after every complete message, so each message's header
- * block is scanned from its first byte by scan_headers() before llhttp trusts it. */
+ * (obs-fold, empty header names, bare CR, Host, Transfer-Encoding lists, trailers),
+ * and response rendering.
+ * Invariant: the parser pauses after every complete message and at the start of every
+ * trailer section, so each header block and each trailer section is scanned from its
+ * first byte by scan_headers() before llhttp trusts it. */
 #include "http.h"
 #include "json.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
-enum field_id { F_OTHER, F_HOST, F_CONTENT_TYPE, F_AUTHORIZATION, F_REQUEST_ID };
+/* The header fields this parser reads (F_TE_LIST: Transfer-Encoding). */
+enum field_id { F_OTHER, F_HOST, F_CONTENT_TYPE, F_AUTHORIZATION, F_REQUEST_ID, F_TE_LIST };
+
+/* What the Transfer-Encoding lines of a request listed (hp->te). */
+#define TE_SEEN 0x01         /* a Transfer-Encoding line, even an empty one */
+#define TE_CHUNKED 0x02      /* chunked listed */
+#define TE_LAST_CHUNKED 0x04 /* ... as the final coding so far */
+#define TE_TWICE 0x08        /* chunked listed more than once */
+#define TE_OTHER 0x10        /* a coding other than chunked */
+#define TE_TOO_LONG 0x20     /* a value longer than this parser reads */
 
 /* Raw header scanner states. */
 enum {
@@ -83,6 +96,157 @@ void request_free(struct request *req)
     free(req);
 }
 
+/* ---- Host ---- */
+
+static int is_ows(char c)
+{
+    return c == ' ' || c == '\t';
+}
+
+/* Character classes for Host values (RFC 3986): HC_REG = unreserved / sub-delims
+ * without ',' (see http_host_valid), HC_DIGIT, HC_HEX. */
+#define HC_REG 1
+#define HC_DIGIT 2
+#define HC_HEX 4
+static const uint8_t host_class[256] = {
+    ['a' ... 'f'] = HC_REG | HC_HEX, ['g' ... 'z'] = HC_REG,
+    ['A' ... 'F'] = HC_REG | HC_HEX, ['G' ... 'Z'] = HC_REG,
+    ['0' ... '9'] = HC_REG | HC_DIGIT | HC_HEX,
+    ['-'] = HC_REG, ['.'] = HC_REG, ['_'] = HC_REG, ['~'] = HC_REG, /* unreserved */
+    ['!'] = HC_REG, ['$'] = HC_REG, ['&'] = HC_REG, ['\''] = HC_REG, ['('] = HC_REG,
+    [')'] = HC_REG, ['*'] = HC_REG, ['+'] = HC_REG, [';'] = HC_REG, ['='] = HC_REG,
+};
+
+/* IP-literal content between the brackets: IPv6address / IPvFuture. */
+static int ip_literal_valid(const char *s, size_t n)
+{
+    if (n > 0 && (s[0] == 'v' || s[0] == 'V')) {
+        /* IPvFuture = "v" 1*HEXDIG "." 1*( unreserved / sub-delims / ":" ) */
+        size_t i = 1;
+        while (i < n && (host_class[(unsigned char)s[i]] & HC_HEX))
+            i++;
+        if (i == 1 || i >= n || s[i] != '.' || i + 1 == n)
+            return 0;
+        for (i++; i < n; i++)
+            if (s[i] != ':' && s[i] != ',' && !(host_class[(unsigned char)s[i]] & HC_REG))
+                return 0;
+        return 1;
+    }
+    char tmp[INET6_ADDRSTRLEN];
+    struct in6_addr a;
+    if (n == 0 || n >= sizeof tmp)
+        return 0;
+    memcpy(tmp, s, n);
+    tmp[n] = '\0';
+    return inet_pton(AF_INET6, tmp, &a) == 1;
+}
+
+/* The Host value scanner's states: it reads the value in the pieces llhttp delivers,
+ * so nothing is copied but an IP-literal. */
+enum {
+    HS_START,     /* nothing yet (an empty value is valid) */
+    HS_NAME,      /* in a reg-name */
+    HS_PCT1,      /* after "%" */
+    HS_PCT2,      /* after "%" HEXDIG */
+    HS_PORT,      /* after ":" */
+    HS_OWS,       /* trailing whitespace */
+    HS_LIT,       /* inside "[...]" (its bytes go to the literal buffer) */
+    HS_AFTER_LIT, /* after "]" */
+    HS_BAD
+};
+#define HOST_LITERAL_MAX 64 /* bytes between the brackets */
+
+/* Every state but the fast reg-name one, one byte at a time. */
+static uint8_t host_scan_slow(uint8_t st, struct buf *lit, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n && st != HS_BAD; i++) {
+        unsigned char c = (unsigned char)s[i];
+        switch (st) {
+        case HS_START:
+            if (c == '[') {
+                st = HS_LIT;
+                buf_reset(lit);
+                break;
+            }
+            /* fall through */
+        case HS_NAME:
+            st = (host_class[c] & HC_REG) ? HS_NAME
+                 : c == '%'               ? HS_PCT1
+                 : c == ':'               ? HS_PORT
+                 : is_ows((char)c)        ? HS_OWS
+                                          : HS_BAD;
+            break;
+        case HS_PCT1:
+            st = (host_class[c] & HC_HEX) ? HS_PCT2 : HS_BAD;
+            break;
+        case HS_PCT2:
+            st = (host_class[c] & HC_HEX) ? HS_NAME : HS_BAD;
+            break;
+        case HS_PORT:
+            if (!(host_class[c] & HC_DIGIT))
+                st = is_ows((char)c) ? HS_OWS : HS_BAD;
+            break;
+        case HS_OWS:
+            if (!is_ows((char)c))
+                st = HS_BAD;
+            break;
+        case HS_LIT:
+            if (c == ']')
+                st = ip_literal_valid(lit->data, lit->len) ? HS_AFTER_LIT : HS_BAD;
+            else if (lit->len >= HOST_LITERAL_MAX)
+                st = HS_BAD;
+            else
+                buf_append(lit, &c, 1);
+            break;
+        case HS_AFTER_LIT:
+            st = c == ':' ? HS_PORT : is_ows((char)c) ? HS_OWS : HS_BAD;
+            break;
+        }
+    }
+    return st;
+}
+
+/* Feeds one piece of a Host value; returns the new state. The common value, a plain
+ * reg-name, is one table lookup a byte and no call. */
+static inline __attribute__((always_inline)) uint8_t host_scan(uint8_t st, struct buf *lit,
+                                                               const char *s, size_t n)
+{
+    if (st <= HS_NAME) {
+        const unsigned char *u = (const unsigned char *)s;
+        size_t i = 0;
+        while (i + 4 <= n && (host_class[u[i]] & host_class[u[i + 1]] & host_class[u[i + 2]] &
+                              host_class[u[i + 3]] & HC_REG))
+            i += 4;
+        while (i < n && (host_class[u[i]] & HC_REG))
+            i++;
+        if (i == n)
+            return i ? HS_NAME : st;
+        if (i) {
+            st = HS_NAME;
+            s += i;
+            n -= i;
+        }
+    }
+    return host_scan_slow(st, lit, s, n);
+}
+
+/* 1 when a scan that reached st is a valid Host value (RFC 9110 7.2). */
+static int host_scan_valid(uint8_t st)
+{
+    return ((1u << HS_START | 1u << HS_NAME | 1u << HS_PORT | 1u << HS_OWS |
+             1u << HS_AFTER_LIT) >> st) & 1u;
+}
+
+int http_host_valid(const char *s, size_t n)
+{
+    struct buf lit = {0};
+    uint8_t st = host_scan(HS_START, &lit, s, n);
+    buf_free(&lit);
+    return host_scan_valid(st);
+}
+
+/* ---- parsing ---- */
+
 static int on_message_begin(llhttp_t *llh)
 {
     struct http_parser *hp = parser_of(llh);
@@ -92,6 +256,7 @@ static int on_message_begin(llhttp_t *llh)
     hp->header_count = 0;
     hp->field_len = 0;
     hp->in_headers = 1;
+    hp->te = 0;
     return 0;
 }
 
@@ -101,6 +266,9 @@ static int on_url(llhttp_t *llh, const char *at, size_t len)
     hp->target_bytes += len;
     if (hp->target_bytes > hp->lim->max_target)
         return fail(hp, 414, "request target too long");
+    /* The method is known from here on: whatever the answer, a HEAD gets no body. */
+    if (llh->method == HTTP_HEAD)
+        hp->cur->resp.flags |= RESP_NO_BODY;
     buf_append(&hp->cur->target, at, len);
     return 0;
 }
@@ -118,14 +286,16 @@ static int on_header_field(llhttp_t *llh, const char *at, size_t len)
     struct http_parser *hp = parser_of(llh);
     if (count_header_bytes(hp, len))
         return HPE_USER;
-    for (size_t i = 0; i < len; i++) {
-        if (hp->field_len < sizeof hp->field) {
-            char c = at[i];
-            hp->field[hp->field_len] = (char)(c >= 'A' && c <= 'Z' ? c + 32 : c);
-        }
-        if (hp->field_len < 255)
-            hp->field_len++;
+    /* Keeps the lower-cased first sizeof field bytes; field_len saturates at 255. */
+    size_t have = hp->field_len < sizeof hp->field ? hp->field_len : sizeof hp->field;
+    size_t n = len < sizeof hp->field - have ? len : sizeof hp->field - have;
+    char *dst = hp->field + have;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)at[i];
+        dst[i] = (char)(c | (unsigned char)((unsigned)(c - 'A') < 26u) << 5);
     }
+    size_t total = hp->field_len + len;
+    hp->field_len = (uint8_t)(total < 255 ? total : 255);
     return 0;
 }
 
@@ -134,17 +304,39 @@ static int field_is(const struct http_parser *hp, const char *name, size_t n)
     return hp->field_len == n && memcmp(hp->field, name, n) == 0;
 }
 
+/* Fields a trailer must not carry (RFC 9110 6.5.1: those that frame the message, route
+ * it, authenticate it, modify or control the request, or describe the content format),
+ * plus X-Request-Id, which this server reads from the header section. */
+static const char *const trailer_refused[] = {
+    "authorization", "cache-control", "connection", "content-encoding", "content-length",
+    "content-range", "content-type", "expect", "host", "if-match", "if-modified-since",
+    "if-none-match", "if-range", "if-unmodified-since", "keep-alive", "max-forwards",
+    "proxy-authorization", "range", "te", "trailer", "transfer-encoding", "upgrade",
+    "x-request-id",
+};
+
+/* A chunked trailer field (RFC 9112 7.1.2): read and discarded, never merged. One that
+ * only the header section may carry is refused: its sender broke RFC 9110 6.5.1,
+ * perhaps to slip a credential past what checked the headers. */
+static __attribute__((noinline)) int trailer_field_complete(struct http_parser *hp)
+{
+    for (size_t i = 0; i < ARRAY_LEN(trailer_refused); i++)
+        if (field_is(hp, trailer_refused[i], strlen(trailer_refused[i])))
+            return fail(hp, 400, "field not allowed in a trailer");
+    hp->field_id = F_OTHER;
+    hp->field_len = 0;
+    return 0;
+}
+
 static int on_header_field_complete(llhttp_t *llh)
 {
     struct http_parser *hp = parser_of(llh);
     if (hp->field_len == 0)
         return fail(hp, 400, "empty header name");
-    /* Chunked trailer fields are refused: scan_headers() does not see them (obs-fold
-     * would pass) and merging them (Authorization, Content-Type) is not allowed. */
-    if (!hp->in_headers)
-        return fail(hp, 400, "trailer fields not accepted");
     if (++hp->header_count > hp->lim->max_header_count)
         return fail(hp, 431, "too many headers");
+    if (!hp->in_headers)
+        return trailer_field_complete(hp);
     if (field_is(hp, "host", 4))
         hp->field_id = F_HOST;
     else if (field_is(hp, "content-type", 12))
@@ -153,9 +345,12 @@ static int on_header_field_complete(llhttp_t *llh)
         hp->field_id = F_AUTHORIZATION;
     else if (field_is(hp, "x-request-id", 12))
         hp->field_id = F_REQUEST_ID;
+    else if (field_is(hp, "transfer-encoding", 17))
+        hp->field_id = F_TE_LIST;
     else
         hp->field_id = F_OTHER;
     buf_reset(&hp->value);
+    hp->host_state = HS_START;
     hp->field_len = 0;
     return 0;
 }
@@ -165,11 +360,19 @@ static int on_header_value(llhttp_t *llh, const char *at, size_t len)
     struct http_parser *hp = parser_of(llh);
     if (count_header_bytes(hp, len))
         return HPE_USER;
-    if (hp->field_id != F_OTHER && hp->field_id != F_HOST) {
+    if (hp->field_id == F_HOST) {
+        hp->host_state = host_scan(hp->host_state, &hp->value, at, len);
+    } else if (hp->field_id != F_OTHER) {
         /* Kept values are short; anything longer than the cap is marked by length. */
-        size_t room = AUTH_HEADER_MAX + 1;
-        if (hp->value.len < room)
-            buf_append(&hp->value, at, len < room - hp->value.len ? len : room - hp->value.len);
+        size_t room = AUTH_HEADER_MAX + 1 - hp->value.len;
+        if (len > room)
+            len = room;
+        if (hp->value.cap > hp->value.len + len) { /* the usual case: no call */
+            memcpy(hp->value.data + hp->value.len, at, len);
+            hp->value.len += len;
+        } else {
+            buf_append(&hp->value, at, len);
+        }
     }
     return 0;
 }
@@ -198,6 +401,39 @@ static int content_type_is_json(const char *s, size_t n)
     return n == w || s[w] == ';' || s[w] == ' ' || s[w] == '\t';
 }
 
+/* Notes one Transfer-Encoding line's codings in hp->te (RFC 9112 6.1: a list of
+ * transfer-coding; empty list elements are ignored, RFC 9110 5.6.1). Only "chunked"
+ * with no parameters is a coding this server decodes. */
+static void te_note(struct http_parser *hp, const char *v, size_t n)
+{
+    hp->te |= TE_SEEN;
+    if (n > AUTH_HEADER_MAX) {
+        hp->te |= TE_TOO_LONG; /* the value was cut at the cap */
+        return;
+    }
+    size_t i = 0;
+    while (i < n) {
+        size_t a = i;
+        while (i < n && v[i] != ',')
+            i++;
+        size_t b = i++;
+        while (a < b && is_ows(v[a]))
+            a++;
+        while (b > a && is_ows(v[b - 1]))
+            b--;
+        if (a == b)
+            continue;
+        if (b - a == 7 && strncasecmp(v + a, "chunked", 7) == 0) {
+            if (hp->te & TE_CHUNKED)
+                hp->te |= TE_TWICE;
+            hp->te |= TE_CHUNKED | TE_LAST_CHUNKED;
+        } else {
+            hp->te |= TE_OTHER;
+            hp->te &= (uint8_t)~TE_LAST_CHUNKED;
+        }
+    }
+}
+
 static int on_header_value_complete(llhttp_t *llh)
 {
     struct http_parser *hp = parser_of(llh);
@@ -206,7 +442,15 @@ static int on_header_value_complete(llhttp_t *llh)
     size_t n = hp->value.len;
     switch (hp->field_id) {
     case F_HOST:
+        /* RFC 9112 3.2: more than one Host line, or an invalid value, is a 400. */
+        if (req->has_host)
+            return fail(hp, 400, "more than one Host header");
+        if (!host_scan_valid(hp->host_state))
+            return fail(hp, 400, "invalid Host header");
         req->has_host = 1;
+        break;
+    case F_TE_LIST:
+        te_note(hp, v, n);
         break;
     case F_CONTENT_TYPE:
         req->content_type = content_type_is_json(v, n) ? 1 : 2;
@@ -235,16 +479,47 @@ static int on_header_value_complete(llhttp_t *llh)
     return 0;
 }
 
+/* RFC 9112 6.1 and 6.3: the body is framed by Transfer-Encoding only when chunked is
+ * its final coding, listed once, and llhttp framed it as chunked too. */
+static int check_transfer_encoding(struct http_parser *hp, const llhttp_t *llh)
+{
+    if (llh->http_minor == 0)
+        return fail(hp, 400, "Transfer-Encoding in an HTTP/1.0 request");
+    if ((hp->te & (TE_LAST_CHUNKED | TE_TOO_LONG)) != TE_LAST_CHUNKED)
+        return fail(hp, 400, "chunked must be the final transfer coding");
+    if (hp->te & TE_TWICE)
+        return fail(hp, 400, "chunked applied more than once");
+    if (!(llh->flags & F_CHUNKED))
+        return fail(hp, 400, "invalid Transfer-Encoding");
+    /* Framing is sound, but a coding under chunked would have to be undone (6.1). */
+    if (hp->te & TE_OTHER)
+        return fail(hp, 501, "transfer coding not implemented");
+    return 0;
+}
+
 static int on_headers_complete(llhttp_t *llh)
 {
     struct http_parser *hp = parser_of(llh);
     struct request *req = hp->cur;
     hp->in_headers = 0;
-    req->http_minor = llh->http_minor;
     if (llh->http_major != 1)
         return fail(hp, 400, "unsupported HTTP version");
-    if (llh->http_minor >= 1 && !req->has_host)
-        return fail(hp, 400, "missing Host header");
+    if (llh->http_minor == 0) {
+        req->http_minor = 0;
+        /* RFC 9112 9.3: an HTTP/1.0 client learns that the connection persists only
+         * from a "keep-alive" connection option in the response. */
+        if (llh->flags & F_CONNECTION_CLOSE) /* "close" wins (RFC 9112 9.6); llhttp */
+            llh->flags &= (uint16_t)~F_CONNECTION_KEEP_ALIVE; /* would keep it open */
+        else if (llh->flags & F_CONNECTION_KEEP_ALIVE)
+            req->resp.flags |= RESP_KEEP_ALIVE;
+    } else {
+        /* RFC 9110 6.2: a higher minor version of HTTP/1 is served as HTTP/1.1. */
+        req->http_minor = 1;
+        if (!req->has_host)
+            return fail(hp, 400, "missing Host header");
+    }
+    if (hp->te && check_transfer_encoding(hp, llh) != 0)
+        return HPE_USER;
     /* Checked before any body byte is stored. */
     if ((llh->flags & F_CONTENT_LENGTH) && llh->content_length > hp->lim->max_body)
         return fail(hp, 413, "body too large");
@@ -260,6 +535,17 @@ static int on_body(llhttp_t *llh, const char *at, size_t len)
     if (buf_append_capped(&hp->cur->body, at, len, hp->lim->max_body) != 0)
         return fail(hp, 413, "body too large");
     return 0;
+}
+
+/* At each chunk size line; the last chunk (size 0) starts the trailer section, which
+ * feed() scans like a header block before llhttp parses it. */
+static int on_chunk_header(llhttp_t *llh)
+{
+    struct http_parser *hp = parser_of(llh);
+    if (llh->content_length != 0)
+        return 0;
+    hp->trailers_start = 1;
+    return HPE_PAUSED;
 }
 
 static int on_message_complete(llhttp_t *llh)
@@ -281,6 +567,7 @@ static const llhttp_settings_t settings = {
     .on_header_value_complete = on_header_value_complete,
     .on_headers_complete = on_headers_complete,
     .on_body = on_body,
+    .on_chunk_header = on_chunk_header,
     .on_message_complete = on_message_complete,
 };
 
@@ -289,6 +576,9 @@ void http_parser_init(struct http_parser *hp, const struct http_limits *lim,
 {
     memset(hp, 0, sizeof *hp);
     llhttp_init(&hp->llh, HTTP_REQUEST, &settings);
+    /* Any HTTP/x.y digits are parsed; on_headers_complete answers HTTP/1.2..1.9 as 1.1
+     * and refuses other majors (llhttp alone refuses HTTP/1.2 with an invalid version). */
+    hp->llh.lenient_flags |= LENIENT_VERSION;
     hp->lim = lim;
     hp->ops = ops;
     hp->ctx = ctx;
@@ -462,9 +752,15 @@ int http_parser_feed(struct http_parser *hp, const char *data, size_t len, size_
             *consumed = off;
             return -EINVAL;
         }
-        /* A message is complete: hand it over, rescan the next one's headers. */
         off = (size_t)(llhttp_get_error_pos(&hp->llh) - data);
         llhttp_resume(&hp->llh);
+        if (hp->trailers_start) {
+            /* The trailer section starts here: scan it as a header block. */
+            hp->trailers_start = 0;
+            hp->line_state = SC_LINE_START;
+            continue;
+        }
+        /* A message is complete: hand it over, rescan the next one's headers. */
         hp->line_state = SC_PRE;
         struct request *req = hp->cur;
         hp->cur = NULL;
@@ -504,6 +800,7 @@ const char *http_status_text(unsigned status)
     case 415: return "Unsupported Media Type";
     case 431: return "Request Header Fields Too Large";
     case 500: return "Internal Server Error";
+    case 501: return "Not Implemented";
     case 503: return "Service Unavailable";
     default: return "Unknown";
     }
@@ -547,6 +844,7 @@ static struct lit status_head(unsigned status)
     case 415: return LIT("HTTP/1.1 415 Unsupported Media Type\r\nServer: refsrv\r\n");
     case 431: return LIT("HTTP/1.1 431 Request Header Fields Too Large\r\nServer: refsrv\r\n");
     case 500: return LIT("HTTP/1.1 500 Internal Server Error\r\nServer: refsrv\r\n");
+    case 501: return LIT("HTTP/1.1 501 Not Implemented\r\nServer: refsrv\r\n");
     case 503: return LIT("HTTP/1.1 503 Service Unavailable\r\nServer: refsrv\r\n");
     default: return LIT("");
     }
@@ -570,7 +868,7 @@ static char *put(char *p, const char *s, size_t n)
 
 #define PUT_LIT(p, x) put((p), (x), sizeof(x) - 1)
 
-/* Headers are at most ~400 bytes: status 60, Date 37, type 42, length 38, close 19,
+/* Headers are at most ~400 bytes: status 60, Date 37, type 42, length 38, close 24,
  * request id 80, location 39, Allow 27, Retry-After 16, blank line 2. */
 #define HEAD_MAX 512
 
@@ -596,6 +894,8 @@ void http_render_response(struct buf *out, const struct response *resp, const ch
     p = PUT_LIT(p, "\r\n");
     if (close)
         p = PUT_LIT(p, "Connection: close\r\n");
+    else if (resp->flags & RESP_KEEP_ALIVE)
+        p = PUT_LIT(p, "Connection: keep-alive\r\n");
     if ((resp->flags & RESP_REQUEST_ID) && request_id != NULL && request_id[0]) {
         size_t n = strnlen(request_id, REQUEST_ID_MAX);
         p = PUT_LIT(p, "X-Request-Id: ");
@@ -615,7 +915,7 @@ void http_render_response(struct buf *out, const struct response *resp, const ch
     if (resp->flags & RESP_RETRY_AFTER)
         p = PUT_LIT(p, "Retry-After: 1\r\n");
     p = PUT_LIT(p, "\r\n");
-    if (resp->body.len)
+    if (resp->body.len && !(resp->flags & RESP_NO_BODY))
         p = put(p, resp->body.data, resp->body.len);
     out->len = (size_t)(p - out->data);
     *p = '\0';

@@ -32,6 +32,8 @@ enum content_type { CT_NONE, CT_TEXT, CT_JSON, CT_PROMETHEUS };
 #define RESP_RETRY_AFTER 0x02 /* Retry-After: 1 */
 #define RESP_LOCATION 0x04    /* Location: /users/<location_id> */
 #define RESP_REQUEST_ID 0x08  /* X-Request-Id: <request_id> */
+#define RESP_NO_BODY 0x10     /* a HEAD request: headers only (set by the parser) */
+#define RESP_KEEP_ALIVE 0x20  /* HTTP/1.0 keep-alive honoured: say so (set by the parser) */
 
 struct response {
     uint16_t status;
@@ -47,9 +49,9 @@ struct conn; /* server.c */
 struct request {
     /* --- parse results (http.c) --- */
     uint8_t method;          /* llhttp_method_t */
-    uint8_t http_minor;      /* 0 or 1 */
+    uint8_t http_minor;      /* 0 or 1 (HTTP/1.2..1.9 are served as 1.1) */
     uint8_t keep_alive;      /* client allows keep-alive */
-    uint8_t has_host;
+    uint8_t has_host;        /* a (single, valid) Host line was seen */
     uint8_t content_type;    /* 0 absent, 1 application/json, 2 other */
     uint8_t request_id_len;  /* valid incoming X-Request-Id length, 0 when absent/invalid */
     uint16_t auth_len;       /* Authorization value length; AUTH_HEADER_MAX+1 = too long */
