@@ -1,5 +1,6 @@
 /* router: the contract's five routes. Path decoding happens into a stack buffer no
- * longer than the request-target cap; nothing here allocates. */
+ * longer than the request-target cap; nothing here allocates. HEAD is routed like GET
+ * (the parser marks its response body-less). */
 #include "router.h"
 
 #include <llhttp.h>
@@ -91,10 +92,24 @@ static void set_error(struct route_match *m, uint16_t status, const char *reason
     m->reason = reason;
 }
 
+/* A request-target not in origin-form (RFC 9112 3.2) names no resource here: 404, as
+ * for an unknown path (the absolute-form too: see tests/it_conformance.py, 3.2.2).
+ * "*" is for OPTIONS alone (3.2.4); with any other method the request-line is invalid:
+ * 400. */
+static void other_form(uint8_t method, const char *target, size_t len, struct route_match *m)
+{
+    if (len == 1 && target[0] == '*' && method != HTTP_OPTIONS)
+        set_error(m, 400, "invalid request target");
+    else
+        set_error(m, 404, "not found");
+}
+
 void router_match(uint8_t method, const char *target, size_t len, struct route_match *m)
 {
     memset(m, 0, sizeof *m);
     m->route = ROUTE_OTHER;
+    /* HEAD is GET without the body (RFC 9110 9.3.2); the Allow lists name it too */
+    uint8_t get = method == HTTP_GET || method == HTTP_HEAD;
     const char *q = memchr(target, '?', len);
     size_t plen = q ? (size_t)(q - target) : len;
     const char *query = q ? q + 1 : "";
@@ -119,26 +134,26 @@ void router_match(uint8_t method, const char *target, size_t len, struct route_m
     }
 
     if (plen == 5 && memcmp(path, "/ping", 5) == 0) {
-        if (method == HTTP_GET) {
+        if (get) {
             m->route = ROUTE_PING;
             return;
         }
-        m->allow = "GET";
+        m->allow = "GET, HEAD";
         set_error(m, 405, "method not allowed");
         return;
     }
     if (plen == 8 && memcmp(path, "/metrics", 8) == 0) {
-        if (method == HTTP_GET) {
+        if (get) {
             m->route = ROUTE_METRICS;
             return;
         }
-        m->allow = "GET";
+        m->allow = "GET, HEAD";
         set_error(m, 405, "method not allowed");
         return;
     }
     if (plen == 6 && memcmp(path, "/users", 6) == 0) {
         m->users_group = 1;
-        if (method == HTTP_GET) {
+        if (get) {
             if (parse_query(query, qlen, m) != 0) {
                 set_error(m, 400, m->reason);
                 return;
@@ -150,7 +165,7 @@ void router_match(uint8_t method, const char *target, size_t len, struct route_m
             m->route = ROUTE_USER_CREATE;
             return;
         }
-        m->allow = "GET, POST";
+        m->allow = "GET, HEAD, POST";
         set_error(m, 405, "method not allowed");
         return;
     }
@@ -162,8 +177,8 @@ void router_match(uint8_t method, const char *target, size_t len, struct route_m
             set_error(m, 404, "not found");
             return;
         }
-        if (method != HTTP_GET) {
-            m->allow = "GET";
+        if (!get) {
+            m->allow = "GET, HEAD";
             set_error(m, 405, "method not allowed");
             return;
         }
@@ -176,7 +191,10 @@ void router_match(uint8_t method, const char *target, size_t len, struct route_m
         m->id = id;
         return;
     }
-    set_error(m, 404, "not found");
+    if (len == 0 || target[0] != '/')
+        other_form(method, target, len, m);
+    else
+        set_error(m, 404, "not found");
 }
 
 void router_apply(struct request *req)

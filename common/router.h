@@ -1,7 +1,8 @@
 /* router: maps method + request-target to a route of the contract, decoding and
  * validating path parameters and the list query. Pure functions; any thread.
- * Decides 404 (unknown path), 405 (+ Allow) and 400 (bad id, bad query, bad
- * percent-encoding); never allocates. */
+ * Decides 404 (unknown path, or a target not in origin-form), 405 (+ Allow) and 400
+ * (bad id, bad query, bad percent-encoding, "*" without OPTIONS); never allocates.
+ * HEAD matches wherever GET does. */
 #ifndef COMMON_ROUTER_H
 #define COMMON_ROUTER_H
 

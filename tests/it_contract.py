@@ -361,10 +361,10 @@ def check_not_found_and_methods(port, tag):
     T.eq(r.status, 400, tag + "GET /users/0 -> 400")
     r = req(port, "GET", "/users/18446744073709551616", AUTH)
     T.eq(r.status, 400, tag + "GET /users/2^64 -> 400")
-    for method, target, allow, hdrs in (("POST", "/ping", "GET", {}),
-                                        ("DELETE", "/metrics", "GET", {}),
-                                        ("PUT", "/users", "GET, POST", AUTH),
-                                        ("DELETE", "/users/1", "GET", AUTH)):
+    for method, target, allow, hdrs in (("POST", "/ping", "GET, HEAD", {}),
+                                        ("DELETE", "/metrics", "GET, HEAD", {}),
+                                        ("PUT", "/users", "GET, HEAD, POST", AUTH),
+                                        ("DELETE", "/users/1", "GET, HEAD", AUTH)):
         r, _ = one(port, raw_request(method, target, hdrs, b"" if method != "PUT" else b"{}"))
         T.eq((r.status, r.h("allow")), (405, allow),
              tag + "%s %s -> 405 Allow: %s" % (method, target, allow))

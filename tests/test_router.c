@@ -1,4 +1,5 @@
-/* test_router: every route of the contract, 404, 405 + Allow, bad user ids, the list
+/* test_router: every route of the contract, HEAD wherever GET is routed, 404, 405 +
+ * Allow (naming HEAD with GET), targets not in origin-form, bad user ids, the list
  * query (limit/after bounds), percent-decoding of the path (valid, invalid, NUL,
  * non-ASCII), and router_apply copying the match into a request. */
 #include <setjmp.h>
@@ -87,6 +88,23 @@ static void test_routes(void **state)
     run(cases, ARRAY_LEN(cases));
 }
 
+/* HEAD is routed exactly like GET (RFC 9110 9.3.2): same route, ids, query, errors. */
+static void test_head(void **state)
+{
+    (void)state;
+    static const struct rcase cases[] = {
+        OK(HTTP_HEAD, "/ping", ROUTE_PING),
+        OK(HTTP_HEAD, "/metrics", ROUTE_METRICS),
+        {HTTP_HEAD, "/users/42", ROUTE_USER_GET, 0, 1, NULL, 42, 0, 0},
+        {HTTP_HEAD, "/users?limit=3&after=5", ROUTE_USER_LIST, 0, 1, NULL, 0, 3, 5},
+        ERR(HTTP_HEAD, "/nope", 404, 0, NULL),
+        ERR(HTTP_HEAD, "/users/0", 400, 1, NULL),
+        ERR(HTTP_HEAD, "/users?limit=0", 400, 1, NULL),
+        ERR(HTTP_HEAD, "/users/%zz", 400, 0, NULL),
+    };
+    run(cases, ARRAY_LEN(cases));
+}
+
 static void test_not_found(void **state)
 {
     (void)state;
@@ -102,7 +120,15 @@ static void test_not_found(void **state)
         ERR(HTTP_GET, "/users/1/x", 404, 1, NULL),
         ERR(HTTP_GET, "/users/1/", 404, 1, NULL),
         ERR(HTTP_DELETE, "/nope", 404, 0, NULL),
-        ERR(HTTP_GET, "*", 404, 0, NULL),
+        /* targets not in origin-form (RFC 9112 3.2) name no resource here */
+        ERR(HTTP_OPTIONS, "*", 404, 0, NULL),
+        ERR(HTTP_GET, "http://h/ping", 404, 0, NULL),
+        ERR(HTTP_CONNECT, "h:80", 404, 0, NULL),
+        ERR(HTTP_CONNECT, "h:", 404, 0, NULL),
+        ERR(HTTP_GET, "", 404, 0, NULL),
+        /* the asterisk-form is for OPTIONS alone (3.2.4): an invalid request-line */
+        ERR(HTTP_GET, "*", 400, 0, NULL),
+        ERR(HTTP_HEAD, "*", 400, 0, NULL),
     };
     run(cases, ARRAY_LEN(cases));
 }
@@ -111,13 +137,14 @@ static void test_method_not_allowed(void **state)
 {
     (void)state;
     static const struct rcase cases[] = {
-        ERR(HTTP_POST, "/ping", 405, 0, "GET"),
-        ERR(HTTP_HEAD, "/ping", 405, 0, "GET"),
-        ERR(HTTP_DELETE, "/metrics", 405, 0, "GET"),
-        ERR(HTTP_PUT, "/users", 405, 1, "GET, POST"),
-        ERR(HTTP_DELETE, "/users", 405, 1, "GET, POST"),
-        ERR(HTTP_POST, "/users/1", 405, 1, "GET"),
-        ERR(HTTP_DELETE, "/users/abc", 405, 1, "GET"),
+        ERR(HTTP_POST, "/ping", 405, 0, "GET, HEAD"),
+        ERR(HTTP_OPTIONS, "/ping", 405, 0, "GET, HEAD"),
+        ERR(HTTP_DELETE, "/metrics", 405, 0, "GET, HEAD"),
+        ERR(HTTP_PUT, "/users", 405, 1, "GET, HEAD, POST"),
+        ERR(HTTP_DELETE, "/users", 405, 1, "GET, HEAD, POST"),
+        ERR(HTTP_POST, "/users/1", 405, 1, "GET, HEAD"),
+        ERR(HTTP_DELETE, "/users/abc", 405, 1, "GET, HEAD"),
+        ERR(HTTP_TRACE, "/users/1", 405, 1, "GET, HEAD"),
     };
     run(cases, ARRAY_LEN(cases));
 }
@@ -234,7 +261,7 @@ static void test_apply(void **state)
     router_apply(&req);
     assert_int_equal(req.route, ROUTE_OTHER);
     assert_int_equal(req.route_error, 405);
-    assert_string_equal(req.resp.allow, "GET, POST");
+    assert_string_equal(req.resp.allow, "GET, HEAD, POST");
     assert_non_null(req.error_reason);
 
     request_reset(&req);
@@ -259,6 +286,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_routes),
+        cmocka_unit_test(test_head),
         cmocka_unit_test(test_not_found),
         cmocka_unit_test(test_method_not_allowed),
         cmocka_unit_test(test_bad_ids),
