@@ -4,8 +4,9 @@
  * mw_request_id -> mw_auth -> app_validate -> app_store_exec -> accesslog_request ->
  * app_render_body -> http_render_response) on a fresh memory store; the end of input is
  * the peer's half-close. Pauses (pipeline cap, Connection: close) are handled as
- * server.c does. Checks the rendered responses' framing and statuses, and that the same
- * bytes sent in one read give the same responses, not only crashes.
+ * server.c does. Checks the rendered responses' framing and statuses (a HEAD answer: the
+ * Content-Length of its body and no body), and that the same bytes sent in one read give
+ * the same responses, not only crashes.
  * Build and run: make fuzz (FUZZ_SECONDS), make fuzz-ci. */
 #include <stdint.h>
 #include <stdio.h>
@@ -28,6 +29,7 @@ struct fuzz_conn {
     struct rid_state rid;
     struct accesslog_buf log;
     struct buf out;       /* rendered responses */
+    struct buf body_lens; /* size_t per response: body bytes actually rendered */
     unsigned since_pause; /* requests since the last pipeline pause */
     int closing;          /* a response said Connection: close */
 };
@@ -44,7 +46,7 @@ static int status_allowed(unsigned s)
 {
     switch (s) {
     case 200: case 201: case 400: case 401: case 404: case 405: case 413: case 414:
-    case 415: case 431:
+    case 415: case 431: case 501:
         return 1;
     default:
         return 0;
@@ -52,8 +54,11 @@ static int status_allowed(unsigned s)
 }
 
 /* Checks one rendered response in out[start..]: status line, Content-Length matches the
- * body, the header block ends once. Aborts (a finding) otherwise. */
-static void check_rendered(const struct buf *out, size_t start, const struct response *resp)
+ * body (a HEAD answer: the body it would have, none rendered), the header block ends
+ * once, "Connection: keep-alive" only when asked for and not closing. Aborts (a
+ * finding) otherwise. Returns the body bytes rendered. */
+static size_t check_rendered(const struct buf *out, size_t start, const struct response *resp,
+                             int close)
 {
     const char *p = out->data + start;
     size_t n = out->len - start;
@@ -67,8 +72,14 @@ static void check_rendered(const struct buf *out, size_t start, const struct res
         abort();
     }
     size_t head = (size_t)(end - p) + 4;
-    if (n - head != resp->body.len) {
-        fprintf(stderr, "body length %zu, rendered %zu\n", resp->body.len, n - head);
+    size_t body = (resp->flags & RESP_NO_BODY) ? 0 : resp->body.len;
+    if (n - head != body) {
+        fprintf(stderr, "body length %zu, rendered %zu\n", body, n - head);
+        abort();
+    }
+    int keep_alive_line = memmem(p, head, "\r\nConnection: keep-alive\r\n", 26) != NULL;
+    if (keep_alive_line != (!close && (resp->flags & RESP_KEEP_ALIVE))) {
+        fprintf(stderr, "Connection: keep-alive %s\n", keep_alive_line ? "sent" : "missing");
         abort();
     }
     char want[64];
@@ -88,6 +99,7 @@ static void check_rendered(const struct buf *out, size_t start, const struct res
             abort();
         }
     }
+    return n - head;
 }
 
 static void respond(struct fuzz_conn *c, struct request *req, int close)
@@ -98,7 +110,8 @@ static void respond(struct fuzz_conn *c, struct request *req, int close)
     }
     size_t start = c->out.len;
     http_render_response(&c->out, &req->resp, req->request_id, close);
-    check_rendered(&c->out, start, &req->resp);
+    size_t body = check_rendered(&c->out, start, &req->resp, close);
+    buf_append(&c->body_lens, &body, sizeof body);
 }
 
 static int fz_complete(void *ctx, struct request *req)
@@ -137,7 +150,7 @@ static int feed(struct fuzz_conn *c, const uint8_t *data, size_t len)
         if (rc < 0) {
             /* respond_parse_error in server.c */
             unsigned st = c->parser.error_status;
-            if (st != 400 && st != 413 && st != 414 && st != 431) {
+            if (st != 400 && st != 413 && st != 414 && st != 431 && st != 501) {
                 fprintf(stderr, "parse error status %u\n", st);
                 abort();
             }
@@ -171,10 +184,10 @@ static int feed(struct fuzz_conn *c, const uint8_t *data, size_t len)
 }
 
 /* One connection: feeds data[0..size) in the given reads, returns the rendered output
- * in *out (caller frees). */
+ * in *out and the body bytes of each response in *lens (caller frees both). */
 static void run_conn(const uint8_t *data, const size_t *cuts, size_t ncuts,
                      const struct http_limits *lim, struct metrics_registry *registry,
-                     struct accesslog *devnull, struct buf *out)
+                     struct accesslog *devnull, struct buf *out, struct buf *lens)
 {
     struct fuzz_conn c;
     memset(&c, 0, sizeof c);
@@ -210,22 +223,22 @@ static void run_conn(const uint8_t *data, const size_t *cuts, size_t ncuts,
     accesslog_buf_destroy(&c.log);
     store_close(c.store);
     *out = c.out;
+    *lens = c.body_lens;
 }
 
 /* Normalises rendered responses for comparison: successes whole but without the Date
  * line (it may differ across a second); errors as status + close only, since which of
  * two faults in one input is reported first may depend on where a read ends. */
-static void normalise(const struct buf *b, struct buf *dst)
+static void normalise(const struct buf *b, const struct buf *lens, struct buf *dst)
 {
-    size_t i = 0;
+    size_t i = 0, k = 0;
     while (i < b->len) {
         const char *p = b->data + i;
         const char *end = memmem(p, b->len - i, "\r\n\r\n", 4); /* checked when rendered */
         size_t head = (size_t)(end - p) + 4;
-        static const char cl_name[] = "\r\nContent-Length: ";
         static const char close_line[] = "\r\nConnection: close\r\n";
-        const char *cl = memmem(p, head, cl_name, sizeof cl_name - 1);
-        size_t body = strtoul(cl + sizeof cl_name - 1, NULL, 10);
+        size_t body;
+        memcpy(&body, lens->data + k++ * sizeof body, sizeof body);
         int close = memmem(p, head, close_line, sizeof close_line - 1) != NULL;
         if (p[9] >= '4') {
             buf_append(dst, p, 12);
@@ -280,11 +293,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     /* The same bytes in several reads and in one read must give the same responses
      * (values arriving in pieces, pauses and rescans must not change the outcome). */
-    struct buf split = {0}, one = {0}, a = {0}, b = {0};
-    run_conn(data + 4, cuts, ncuts, &lim, &registry, &devnull, &split);
-    run_conn(data + 4, &whole, 1, &lim, &registry, &devnull, &one);
-    normalise(&split, &a);
-    normalise(&one, &b);
+    struct buf split = {0}, one = {0}, a = {0}, b = {0}, split_lens = {0}, one_lens = {0};
+    run_conn(data + 4, cuts, ncuts, &lim, &registry, &devnull, &split, &split_lens);
+    run_conn(data + 4, &whole, 1, &lim, &registry, &devnull, &one, &one_lens);
+    normalise(&split, &split_lens, &a);
+    normalise(&one, &one_lens, &b);
     if (a.len != b.len || (a.len && memcmp(a.data, b.data, a.len) != 0)) {
         fprintf(stderr, "split reads gave different responses:\n--- split (%zu)\n%.*s\n--- one "
                 "(%zu)\n%.*s\n", a.len, (int)(a.len > 2000 ? 2000 : a.len), a.data, b.len,
@@ -293,6 +306,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     buf_free(&split);
     buf_free(&one);
+    buf_free(&split_lens);
+    buf_free(&one_lens);
     buf_free(&a);
     buf_free(&b);
     return 0;
