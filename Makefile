@@ -1,6 +1,8 @@
-# One non-recursive Makefile: everything builds into build/.
-#   make            all binaries (servers, loadgen, tests)
-#   make test       install missing deps, build, run every test (tests/run.sh)
+# One Makefile: everything builds into build/.
+#   make            install missing build deps (scripts/deps.sh build), then all binaries
+#                   (servers, loadgen, tests); the binaries are built by a second make
+#                   started after deps.sh, which finds what deps.sh just installed
+#   make test       install missing build and test deps, build, run every test (tests/run.sh)
 #   make check-tsan actor runtime tests under ThreadSanitizer (build-tsan/)
 #   SANITIZER=address|undefined|thread   build with that sanitizer (into build-$(SANITIZER)/)
 #   WERROR=1        warnings are errors (CI)
@@ -76,11 +78,17 @@ HELPER_BINS := $(HELPER_SRC:tests/helpers/%.c=$(BUILD)/tests/helpers/%)
 # relinks every time).
 .SECONDARY:
 
-.PHONY: all deps test check-tsan check-asan clean bench-micro fuzz
-all: deps $(BINS) $(TEST_BINS) $(HELPER_BINS)
+.PHONY: all binaries deps test check-tsan check-asan clean bench-micro fuzz
+# pkg-config and the llhttp paths are read when make reads this file: on a machine where
+# deps.sh has just installed them, only a make started after it sees them, so `all` and
+# `test` run deps.sh, then build `binaries` in a second make.
+all: deps
+	@$(MAKE) --no-print-directory binaries
+
+binaries: $(BINS) $(TEST_BINS) $(HELPER_BINS)
 
 deps:
-	@scripts/deps.sh
+	@scripts/deps.sh build
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -115,8 +123,10 @@ $(BUILD)/tests/helpers/%: $(BUILD)/obj/tests/helpers/%.o $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
-test: all
-	@tests/run.sh
+test:
+	@scripts/deps.sh test
+	@$(MAKE) --no-print-directory binaries
+	@BUILD=$(BUILD) tests/run.sh
 
 check-tsan:
 	@$(MAKE) --no-print-directory SANITIZER=thread all

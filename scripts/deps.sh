@@ -1,49 +1,171 @@
 #!/usr/bin/env bash
-# deps.sh: installs the Debian packages the suite needs, with apt-get, when missing.
-# A no-op (one dpkg query) when everything is present. Runs apt-get through sudo
-# when not root. Does not download anything outside Debian's archive.
+# deps.sh: installs the Debian packages one command of the suite needs, with apt-get, when
+# missing: one profile per command (build, test, run, bench, ci, dev). A no-op (one
+# dpkg-query) when everything is there. apt-get runs as root, else through sudo, with
+# DEBIAN_FRONTEND=noninteractive kept; with neither it says what to run as root, exit 1.
+# Installs nothing outside Debian's archive, and starts no service (nginx stays off).
 set -euo pipefail
 
-PACKAGES="${DEPS_PACKAGES:-build-essential pkg-config libuv1-dev libck-dev libsqlite3-dev node-llhttp libjansson-dev libcmocka-dev curl jq gnuplot-nox wrk nginx-light util-linux clang libclang-rt-14-dev sqlite3 python3 shellcheck}"
+DEPS_SKIP="${DEPS_SKIP:-0}"             # 1: check nothing, install nothing (packagers, offline)
+DEPS_EXTRA="${DEPS_EXTRA:-}"            # more packages to require, space-separated
+APT_LOCK_TIMEOUT="${APT_LOCK_TIMEOUT:-300}"  # seconds to wait for another apt/dpkg to finish
+
+# The profiles. node-llhttp is where Debian ships llhttp's C sources and header
+# (/usr/share/llhttp/*.c, /usr/share/include/llhttp/llhttp.h); it depends on nodejs
+# (through node-semver), so building installs node too (about 50 MB), recommends or not.
+BUILD_PKGS="gcc libc6-dev make pkg-config libuv1-dev libck-dev libsqlite3-dev libjansson-dev libcmocka-dev node-llhttp"
+# make test: the python and shell tests, the runner and report tests (curl, jq, gnuplot,
+# taskset, pkill, git for the recorded commit), the sqlite3 CLI (durability checks), ip
+# and ab (a second HTTP client for the conformance tests, used when installed).
+TEST_PKGS="$BUILD_PKGS python3 curl jq sqlite3 gnuplot-nox git procps iproute2 util-linux apache2-utils"
+# run_all.sh / runner.sh: build, then run, sample and report.
+RUN_PKGS="$BUILD_PKGS python3 curl jq gnuplot-nox procps util-linux"
+# bench/vs-nginx.sh, bench/loadgen-vs-wrk.sh: the cross-checks against nginx and wrk.
+BENCH_PKGS="$RUN_PKGS nginx-light wrk"
+# .ci/run: make test, the sanitizer builds (gcc's), and make fuzz-ci (clang's libFuzzer).
+CI_PKGS="$TEST_PKGS clang libclang-rt-14-dev"
+# contributors: what CI has, shellcheck for the scripts, valgrind for bench/micro.sh.
+DEV_PKGS="$CI_PKGS shellcheck valgrind"
+PROFILES="build test run bench ci dev"
+# Packages whose install would start a system service: installed with services held off.
+SERVICE_PKGS="nginx-light nginx nginx-common"
 
 usage() {
     cat <<USAGE
-usage: scripts/deps.sh [--check] [--help]
-Installs what is missing of: $PACKAGES
-  --check   only report missing packages; exit 1 when any is missing
+usage: scripts/deps.sh [--check] [--list] [--help] PROFILE...
+Installs the Debian packages of each PROFILE that are missing (apt-get, through sudo when
+not root; a no-op when everything is there). Profiles:
+  build   make (the servers, loadgen, test programs): $BUILD_PKGS
+  test    ./test.sh (make test): build + ${TEST_PKGS#"$BUILD_PKGS "}
+  run     ./run_all.sh, ./runner.sh: build + ${RUN_PKGS#"$BUILD_PKGS "}
+  bench   bench/vs-nginx.sh, loadgen-vs-wrk.sh: run + ${BENCH_PKGS#"$RUN_PKGS "}
+  ci      .ci/run: test + ${CI_PKGS#"$TEST_PKGS "}
+  dev     ci + ${DEV_PKGS#"$CI_PKGS "}
+  --check   only report what is missing (exit 1 when anything is)
+  --list    print the packages of the profiles, one a line, and exit
+Environment: DEPS_SKIP=1 (do nothing), DEPS_EXTRA (more packages),
+  APT_LOCK_TIMEOUT ($APT_LOCK_TIMEOUT s).
+Installing nginx-light does not start or enable a system nginx.
+Exit status: 0 everything present (or installed), 1 missing and not installed, 2 usage.
 USAGE
 }
 
-check_only=0
+usage_error() {
+    echo "deps.sh: $*" >&2
+    echo "run scripts/deps.sh --help for usage" >&2
+    exit 2
+}
+
+check_only=0 list_only=0 profiles=()
 for arg in "$@"; do
     case "$arg" in
         --check) check_only=1 ;;
+        --list) list_only=1 ;;
         -h|--help) usage; exit 0 ;;
-        *) echo "deps.sh: unknown option '$arg'" >&2; usage >&2; exit 2 ;;
+        -*) usage_error "unknown option '$arg'" ;;
+        *) [[ " $PROFILES " == *" $arg "* ]] || usage_error "unknown profile '$arg' (one of: $PROFILES)"
+           profiles+=("$arg") ;;
     esac
 done
+[[ ${#profiles[@]} -gt 0 ]] || usage_error "name a profile (one of: $PROFILES)"
 
-missing=()
-for pkg in $PACKAGES; do
-    status=$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)
-    if [[ "$status" != *"install ok installed"* ]]; then
-        missing+=("$pkg")
-    fi
+# wanted: the packages of the profiles named, each once, in order.
+wanted=()
+for p in "${profiles[@]}"; do
+    var="${p^^}_PKGS"
+    for pkg in ${!var} $DEPS_EXTRA; do
+        [[ " ${wanted[*]} " == *" $pkg "* ]] || wanted+=("$pkg")
+    done
 done
-
-if [[ ${#missing[@]} -eq 0 ]]; then
+if [[ $list_only -eq 1 ]]; then
+    printf '%s\n' "${wanted[@]}"
     exit 0
 fi
+[[ "$DEPS_SKIP" == 1 ]] && exit 0
+
+if ! command -v dpkg-query >/dev/null; then
+    echo "deps.sh: not a Debian system (no dpkg-query): make sure the equivalents of these are installed: ${wanted[*]}" >&2
+    exit 0
+fi
+
+# missing_packages: the wanted packages dpkg does not list as installed (one dpkg-query).
+missing_packages() {
+    local installed
+    installed=$(dpkg-query -W -f='${Package} ${Status}\n' "${wanted[@]}" 2>/dev/null |
+        awk '$NF == "installed" && $(NF - 1) == "ok" { sub(/:.*/, "", $1); print $1 }' || true)
+    local pkg
+    for pkg in "${wanted[@]}"; do
+        grep -qxF "$pkg" <<<"$installed" || printf '%s\n' "$pkg"
+    done
+}
+
+mapfile -t missing < <(missing_packages)
+[[ ${#missing[@]} -eq 0 ]] && exit 0
 if [[ $check_only -eq 1 ]]; then
-    echo "deps.sh: missing: ${missing[*]}" >&2
+    echo "deps.sh: missing (profile ${profiles[*]}): ${missing[*]}" >&2
     exit 1
 fi
 
-sudo_cmd=()
+install_cmd="apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ${missing[*]}"
+# as_root: a command prefix that runs as root with the noninteractive frontend (sudo
+# resets the environment, so it goes on the command line through env).
+as_root=(env DEBIAN_FRONTEND=noninteractive)
 if [[ $(id -u) -ne 0 ]]; then
-    sudo_cmd=(sudo)
+    why=""
+    if ! command -v sudo >/dev/null; then
+        why="sudo is not installed"
+    elif ! sudo -v; then
+        why="sudo refused $(id -un)"
+    fi
+    if [[ -n "$why" ]]; then
+        cat >&2 <<MSG
+deps.sh: missing packages: ${missing[*]}
+deps.sh: installing them needs root, and $why. As root, run:
+  $install_cmd
+then run this command again.
+MSG
+        exit 1
+    fi
+    as_root=(sudo env DEBIAN_FRONTEND=noninteractive)
 fi
-echo "deps.sh: installing ${missing[*]}" >&2
-export DEBIAN_FRONTEND=noninteractive
-"${sudo_cmd[@]}" apt-get update -qq >&2
-"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+
+# Services: Debian's nginx packages start nginx on port 80 when installed (invoke-rc.d, or
+# deb-systemd-invoke on systemd). A policy-rc.d that denies every action (101) holds
+# them off while apt runs; afterwards the service is disabled so that no boot starts it.
+policy=/usr/sbin/policy-rc.d
+own_policy=0 service_pkgs=()
+for pkg in "${missing[@]}"; do
+    [[ " $SERVICE_PKGS " == *" $pkg "* ]] && service_pkgs+=("$pkg")
+done
+# shellcheck disable=SC2317  # invoked by the EXIT trap
+drop_policy() {
+    if [[ $own_policy -eq 1 ]]; then "${as_root[@]}" rm -f "$policy"; fi
+}
+trap drop_policy EXIT
+if [[ ${#service_pkgs[@]} -gt 0 && ! -e "$policy" ]]; then
+    "${as_root[@]}" sh -c "printf '#!/bin/sh\n# deps.sh: no service starts while it installs\nexit 101\n' >'$policy' && chmod 755 '$policy'"
+    own_policy=1
+fi
+
+echo "deps.sh: installing (profile ${profiles[*]}): ${missing[*]}" >&2
+lock=(-o "DPkg::Lock::Timeout=$APT_LOCK_TIMEOUT")
+if ! "${as_root[@]}" apt-get -qq "${lock[@]}" update >&2 ||
+   ! "${as_root[@]}" apt-get -q "${lock[@]}" install -y --no-install-recommends "${missing[@]}" >&2; then
+    echo "deps.sh: apt-get failed; the command was: $install_cmd" >&2
+    exit 1
+fi
+
+if [[ ${#service_pkgs[@]} -gt 0 ]]; then
+    if [[ -d /run/systemd/system ]] && command -v systemctl >/dev/null; then
+        "${as_root[@]}" systemctl disable --now nginx.service >/dev/null 2>&1 || true
+    elif [[ -x /etc/init.d/nginx ]] && command -v update-rc.d >/dev/null; then
+        "${as_root[@]}" update-rc.d nginx disable >/dev/null 2>&1 || true
+    fi
+    echo "deps.sh: nginx installed for bench/ only: the system service is not started and is disabled" >&2
+fi
+
+mapfile -t missing < <(missing_packages)
+if [[ ${#missing[@]} -gt 0 ]]; then
+    echo "deps.sh: still missing after apt-get: ${missing[*]}" >&2
+    exit 1
+fi
