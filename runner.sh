@@ -10,6 +10,8 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# First of all, before anything is created: install what runs need when missing.
+case " $* " in *" -h "*|*" --help "*) ;; *) "$ROOT/scripts/deps.sh" run ;; esac
 # shellcheck source=runner/lib.sh
 . "$ROOT/runner/lib.sh"
 # shellcheck source=runner/proc.sh

@@ -44,6 +44,8 @@ USAGE
 # shellcheck source=bench/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 bench_help_only "$@"
+# nginx-light and wrk, installed on demand (no system nginx is started)
+"$(dirname "${BASH_SOURCE[0]}")/../scripts/deps.sh" bench
 
 cd "$(dirname "$0")/.."
 TMP=$(mktemp -d)

@@ -39,6 +39,8 @@ case "${1:-}" in
 "") ;;
 *) usage >&2; exit 2 ;;
 esac
+# nginx-light and wrk, installed on demand (no system nginx is started)
+"$(dirname "${BASH_SOURCE[0]}")/../scripts/deps.sh" bench
 
 for bin in "$BUILD/async-server" "$NGINX" taskset; do
     command -v "$bin" >/dev/null || { echo "vs-nginx.sh: missing $bin" >&2; exit 1; }
