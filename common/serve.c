@@ -8,6 +8,51 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+
+/* nofile_raise: raises the soft RLIMIT_NOFILE to the hard limit (a login's soft limit is
+ * often 1024, fewer descriptors than --max-conns connections need). Fills *soft (in effect
+ * afterwards), *was (before) and *hard; returns 0, or -errno when the limit cannot be read
+ * (then nothing is changed). A failed raise leaves the old limit in *soft. */
+static int nofile_raise(rlim_t *soft, rlim_t *was, rlim_t *hard)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return -errno;
+    *was = *soft = rl.rlim_cur;
+    *hard = rl.rlim_max;
+    if (rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
+            *soft = rl.rlim_cur;
+    }
+    return 0;
+}
+
+/* nofile_log: one stderr line with the open-file limit the server runs with, and what it
+ * means next to --max-conns (each connection holds one descriptor). */
+static void nofile_log(const char *prog, int rc, rlim_t soft, rlim_t was, rlim_t hard,
+                       unsigned max_conns)
+{
+    if (rc < 0) {
+        fprintf(stderr, "%s: open files limit unknown: %s\n", prog, strerror(-rc));
+        return;
+    }
+    char raised[64] = "";
+    if (soft != was)
+        snprintf(raised, sizeof raised, ", raised from %llu", (unsigned long long)was);
+    char room[160] = "";
+    if (soft != RLIM_INFINITY && soft < (rlim_t)max_conns + 64)
+        snprintf(room, sizeof room,
+                 "; below --max-conns %u: connections past about %llu are turned away",
+                 max_conns, (unsigned long long)(soft > 64 ? soft - 64 : 0));
+    if (hard == RLIM_INFINITY)
+        fprintf(stderr, "%s: open files limit %llu (hard unlimited%s)%s\n", prog,
+                (unsigned long long)soft, raised, room);
+    else
+        fprintf(stderr, "%s: open files limit %llu (hard %llu%s)%s\n", prog,
+                (unsigned long long)soft, (unsigned long long)hard, raised, room);
+}
 
 int serve_main(int argc, char **argv, const struct serve_arch *arch)
 {
@@ -24,6 +69,9 @@ int serve_main(int argc, char **argv, const struct serve_arch *arch)
         free(ctx);
         return 0;
     }
+    /* before anything opens a descriptor: the limit every loop thread inherits */
+    rlim_t nofile = 0, nofile_was = 0, nofile_hard = 0;
+    int nofile_rc = nofile_raise(&nofile, &nofile_was, &nofile_hard);
     signal(SIGPIPE, SIG_IGN);
     sigset_t sigs;
     sigemptyset(&sigs);
@@ -93,6 +141,7 @@ int serve_main(int argc, char **argv, const struct serve_arch *arch)
         snprintf(workers, sizeof workers, ", workers=%d", ctx->opt.workers);
     fprintf(stderr, "%s: listening on http://%s:%d (store=%s, threads=%u%s)\n", arch->prog,
             ctx->opt.host, server_port(ctx->srv), store_kind_name(ctx->store), n, workers);
+    nofile_log(arch->prog, nofile_rc, nofile, nofile_was, nofile_hard, ctx->opt.max_conns);
 
     int sig = 0;
     sigwait(&sigs, &sig);

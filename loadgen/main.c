@@ -73,6 +73,24 @@ static int resolve(const struct config *cfg, struct sockaddr_storage *out)
     return 0;
 }
 
+/* nofile_raise: raises the soft open-file limit to the hard one (each connection holds a
+ * descriptor; a login's soft limit is often 1024) and warns on stderr when even that is
+ * short of `need` connections plus headroom. */
+static void nofile_raise(unsigned need)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return;
+    if (rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0 && getrlimit(RLIMIT_NOFILE, &rl) != 0)
+            return;
+    }
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < (rlim_t)need + 64)
+        fprintf(stderr, "loadgen: open files limit %llu is short of %u connections + 64: "
+                "some connects will fail (EMFILE)\n", (unsigned long long)rl.rlim_cur, need);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "merge") == 0)
@@ -90,6 +108,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "try 'loadgen --help'\n");
         return 2;
     }
+    nofile_raise(cfg.connections);
 
     static struct mix mix;
     char mix_name[600];

@@ -23,7 +23,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from reliability_lib import (BEARER, BUILD, Reader, Server, Tap, connect, get,  # noqa: E402
-                             healthy, post, server_binaries)
+                             healthy, nofile_shortfall, post, server_binaries)
 
 LONG = os.environ.get("FAULTS_LONG") == "1"
 ONLY = os.environ.get("FAULTS_ONLY", "")
@@ -216,6 +216,12 @@ def test_slowloris(tap, label, path):
 
 def test_fd_limit(tap, label, path):
     limit = 64
+    short = nofile_shortfall(4 * limit + 32, "the fd-limit test's %d clients" % (4 * limit))
+    if short is not None:
+        tap.note("%s: %s" % (label, short))
+        tap.skip("%s: ulimit -n %d: no crash, no busy loop, service and fds back" %
+                 (label, limit), "open-file limit too low")
+        return
 
     def lower():
         resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
@@ -711,6 +717,12 @@ class Checker(threading.Thread):
 def test_overload(tap, label, path):
     if not os.access(os.path.join(BUILD, "loadgen"), os.X_OK):
         tap.skip("%s: overload" % label, "no %s/loadgen" % BUILD)
+        return
+    # the server holds the load generator's 512 connections (same limit as this process)
+    short = nofile_shortfall(512 + 64, "the overload test's 512 connections")
+    if short is not None:
+        tap.note("%s: %s" % (label, short))
+        tap.skip("%s: overload" % label, "open-file limit too low")
         return
     srv = Server(path, "memory", seed=10000).start()
     work = srv.workdir

@@ -1,10 +1,12 @@
 # reliability_lib: helpers shared by tests/it_hostile.py and tests/it_faults.py: TAP
 # output, starting a server binary on a free port (parsed from its "listening on" line),
 # raw-socket HTTP exchanges, and /proc readings (RSS, fds, CPU ticks) of a server.
-# Not a test itself (run.sh only runs tests/it_*). Python stdlib only.
+# Importing it raises the soft open-file limit to the hard one (for this process and the
+# servers it starts). Not a test itself (run.sh only runs tests/it_*). Python stdlib only.
 # Invariant: every process started here is tracked and killed by pid in Server.kill().
 import os
 import re
+import resource
 import signal
 import socket
 import subprocess
@@ -14,6 +16,44 @@ import threading
 
 BUILD = os.environ.get("BUILD", "build")
 BEARER = "hostile-token-0123456789abcdef"
+
+
+def nofile_raise():
+    """Raises this process's soft RLIMIT_NOFILE to its hard limit (the servers and tools it
+    starts inherit it); returns the soft limit in effect afterwards."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and (hard == resource.RLIM_INFINITY or soft < hard):
+        target = hard
+        if hard == resource.RLIM_INFINITY:  # Linux caps the soft limit at fs.nr_open
+            try:
+                with open("/proc/sys/fs/nr_open") as f:
+                    target = int(f.read())
+            except (OSError, ValueError):
+                target = 1 << 20
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        except (ValueError, OSError):
+            pass
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+def nofile_shortfall(need, what):
+    """None when this process can open `need` more descriptors (and so can a server it
+    starts, which runs with the same limit), else a one-line reason naming `what` and the
+    command that would give them."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return None
+    in_use = len(os.listdir("/proc/self/fd"))
+    if soft - in_use >= need:
+        return None
+    hard_s = "unlimited" if hard == resource.RLIM_INFINITY else str(hard)
+    return ("%s needs %d open files; the limit is %d (hard %s, %d in use): "
+            "run with 'ulimit -n %d' or more" % (what, need, soft, hard_s, in_use,
+                                                 need + in_use))
+
+
+NOFILE = nofile_raise()
 
 
 class Tap:

@@ -5,6 +5,7 @@
 # Every test program speaks TAP ("ok N - name" / "not ok N - name"); this script counts
 # those lines across all programs and ends with "N passed, N failed".
 # A program that exits non-zero or times out without a "not ok" line counts one failure.
+# Raises the open-file soft limit to the hard one first (every test inherits it).
 set -euo pipefail
 
 BUILD="${BUILD:-build}"
@@ -33,6 +34,14 @@ done
 
 cd "$(dirname "$0")/.."
 mkdir -p "$LOG_DIR"
+# Some tests hold thousands of connections: every test program inherits the hard open-file
+# limit as its soft one (a login's soft limit is often 1024).
+nofile_hard=$(ulimit -Hn)
+if [[ "$nofile_hard" == unlimited ]]; then
+    nofile_hard=$(cat /proc/sys/fs/nr_open 2>/dev/null || echo 1048576)
+fi
+ulimit -Sn "$nofile_hard" 2>/dev/null || true
+echo "run.sh: open files limit $(ulimit -Sn) (hard $(ulimit -Hn))" >&2
 export BUILD CMOCKA_MESSAGE_OUTPUT=TAP
 
 progs=()
