@@ -86,6 +86,7 @@ all: deps
 	@$(MAKE) --no-print-directory binaries
 
 binaries: $(BINS) $(TEST_BINS) $(HELPER_BINS)
+	@:
 
 deps:
 	@scripts/deps.sh build

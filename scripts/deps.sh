@@ -15,17 +15,18 @@ APT_LOCK_TIMEOUT="${APT_LOCK_TIMEOUT:-300}"  # seconds to wait for another apt/d
 # (through node-semver), so building installs node too (about 50 MB), recommends or not.
 BUILD_PKGS="gcc libc6-dev make pkg-config libuv1-dev libck-dev libsqlite3-dev libjansson-dev libcmocka-dev node-llhttp"
 # make test: the python and shell tests, the runner and report tests (curl, jq, gnuplot,
-# taskset, pkill, git for the recorded commit), the sqlite3 CLI (durability checks), ip
-# and ab (a second HTTP client for the conformance tests, used when installed).
-TEST_PKGS="$BUILD_PKGS python3 curl jq sqlite3 gnuplot-nox git procps iproute2 util-linux apache2-utils"
+# taskset, pkill, git for the recorded commit, shellcheck over the runner's scripts), the
+# sqlite3 CLI (durability checks), ip, and ab (a second HTTP client for the conformance
+# tests, used when installed).
+TEST_PKGS="$BUILD_PKGS python3 curl jq sqlite3 gnuplot-nox git shellcheck procps iproute2 util-linux apache2-utils"
 # run_all.sh / runner.sh: build, then run, sample and report.
 RUN_PKGS="$BUILD_PKGS python3 curl jq gnuplot-nox procps util-linux"
 # bench/vs-nginx.sh, bench/loadgen-vs-wrk.sh: the cross-checks against nginx and wrk.
 BENCH_PKGS="$RUN_PKGS nginx-light wrk"
 # .ci/run: make test, the sanitizer builds (gcc's), and make fuzz-ci (clang's libFuzzer).
 CI_PKGS="$TEST_PKGS clang libclang-rt-14-dev"
-# contributors: what CI has, shellcheck for the scripts, valgrind for bench/micro.sh.
-DEV_PKGS="$CI_PKGS shellcheck valgrind"
+# contributors: what CI has, and valgrind for bench/micro.sh's instruction counts.
+DEV_PKGS="$CI_PKGS valgrind"
 PROFILES="build test run bench ci dev"
 # Packages whose install would start a system service: installed with services held off.
 SERVICE_PKGS="nginx-light nginx nginx-common"

@@ -3,7 +3,8 @@
 # tests tests/test_*.py and the integration scripts tests/it_*.{sh,py}, each in its own
 # process with a timeout.
 # Every test program speaks TAP ("ok N - name" / "not ok N - name"); this script counts
-# those lines across all programs and ends with "N passed, N failed".
+# those lines across all programs and ends with "N passed, N failed", then ", N skipped"
+# when some "ok" lines were "# SKIP" (counted as skipped, not passed).
 # A program that exits non-zero or times out without a "not ok" line counts one failure.
 # Raises the open-file soft limit to the hard one first (every test inherits it).
 set -euo pipefail
@@ -59,7 +60,7 @@ if [[ $it -eq 1 ]]; then
     done
 fi
 
-passed=0 failed=0 failed_progs=()
+passed=0 failed=0 skipped=0 failed_progs=()
 for p in "${progs[@]}"; do
     name=$(basename "$p")
     if [[ -n "$TEST_FILTER" && "$name" != *"$TEST_FILTER"* ]]; then
@@ -76,6 +77,8 @@ for p in "${progs[@]}"; do
     timeout --kill-after=10 "$TEST_TIMEOUT" "$p" >"$log" 2>&1 || rc=$?
     secs=$(( $(date +%s) - start ))
     ok=$(grep -cE '^ok ' "$log" || true)
+    nskip=$(grep -cE '^ok .*# *SKIP' "$log" || true)
+    ok=$((ok - nskip))
     nok=$(grep -cE '^not ok ' "$log" || true)
     if [[ $rc -ne 0 && $nok -eq 0 ]]; then
         nok=1
@@ -86,18 +89,25 @@ for p in "${progs[@]}"; do
         fi
     fi
     passed=$((passed + ok))
+    skipped=$((skipped + nskip))
+    skip_note=""
+    [[ $nskip -eq 0 ]] || skip_note=" ($nskip skipped)"
     failed=$((failed + nok))
     if [[ $nok -gt 0 ]]; then
         failed_progs+=("$name")
-        printf '%-34s %4d passed %3d FAILED  (%ds)  log: %s\n' "$name" "$ok" "$nok" "$secs" "$log" >&2
+        printf '%-34s %4d passed %3d FAILED  (%ds)%s  log: %s\n' "$name" "$ok" "$nok" "$secs" "$skip_note" "$log" >&2
         grep -E '^not ok ' "$log" | head -20 | sed 's/^/    /' >&2
     else
-        printf '%-34s %4d passed            (%ds)\n' "$name" "$ok" "$secs" >&2
+        printf '%-34s %4d passed            (%ds)%s\n' "$name" "$ok" "$secs" "$skip_note" >&2
     fi
 done
 
 if [[ ${#failed_progs[@]} -gt 0 ]]; then
     echo "failed programs: ${failed_progs[*]}" >&2
 fi
-echo "$passed passed, $failed failed"
+if [[ $skipped -gt 0 ]]; then
+    echo "$passed passed, $failed failed, $skipped skipped"
+else
+    echo "$passed passed, $failed failed"
+fi
 [[ $failed -eq 0 ]]
