@@ -28,6 +28,7 @@ each case in a root of its own, built with debootstrap (minbase) + git (+ sudo).
   --main-args=ARGS   the main command with ARGS instead of the README's arguments
   --cases=LIST       which cases, in order (default: root,user)
   --keep             keep the roots (FRESH_DIR/root-CASE) after the run, unmounted
+                     (the batch's summary.md and the tests' logs are copied to the logs)
   --source=REPO      the repository to clone (default: this one, $SOURCE)
   --base-cache=FILE  reuse FILE (a tarball of the bare debootstrapped root), making it first
                      when missing: saves the debootstrap per case
@@ -259,9 +260,13 @@ run_case() {
         run_cmd user 2 "$test_cmd"
     fi
     echo "fresh-check.sh: [$who] $(( $(in_root dpkg-query -W -f='.\n' | wc -l) - pkgs_before )) packages installed by the commands" >&2
-    # the batch's summary, for the record (the root goes away)
-    find "$ROOT/root/project/results" "$ROOT/home/fresh/project/results" -name summary.md \
-        -newer "$ROOT/tmp/commands-start" -exec cp {} "$LOGS/$who-summary.md" \; 2>/dev/null || true
+    # for the record (the root goes away): the batch's summary and the tests' logs
+    local home=/root/project
+    [[ $who == user ]] && home=/home/fresh/project
+    find "$ROOT$home/results" -name summary.md -newer "$ROOT/tmp/commands-start" \
+        -exec cp {} "$LOGS/$who-summary.md" \; 2>/dev/null || true
+    rm -rf "$LOGS/$who-test-logs"
+    cp -r "$ROOT$home/build/test-logs" "$LOGS/$who-test-logs" 2>/dev/null || true
     root_release
 }
 
