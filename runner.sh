@@ -340,7 +340,7 @@ phase_build() {
 # ---- phase: start -------------------------------------------------------------------
 phase_start() {
     if [[ -z "$PORT" ]]; then
-        PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])') ||
+        PORT=$("${ANALYSIS_PYTHON:-python3}" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])') ||
             fail "could not find a free loopback port"
     fi
     fact .config.port "$PORT"

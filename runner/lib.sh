@@ -149,7 +149,13 @@ fmt_num() {
 }
 
 # analysis ARGS...: the analysis package's command line (runner/analysis, python3 stdlib).
+# The interpreter's real path is looked up once and exported (a version manager's shim
+# costs a few shell processes per call, and runner.sh calls this after every phase).
 analysis() {
+    if [[ -z "${ANALYSIS_PYTHON:-}" ]]; then
+        ANALYSIS_PYTHON=$("${PYTHON:-python3}" -c 'import sys; print(sys.executable)') || return 1
+        export ANALYSIS_PYTHON
+    fi
     PYTHONPATH="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)${PYTHONPATH:+:$PYTHONPATH}" \
-        "${PYTHON:-python3}" -m analysis "$@"
+        "$ANALYSIS_PYTHON" -m analysis "$@"
 }

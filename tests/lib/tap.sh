@@ -4,6 +4,7 @@
 # in the sourcing shell; tap_finish prints the plan and exits non-zero if anything failed.
 
 n=0 failed=0
+JQ_ARGS=()   # extra jq arguments for jqok (e.g. --argjson n_srv 1)
 
 # ok NAME CMD...: one TAP line for whether CMD succeeds.
 ok() {
@@ -25,6 +26,21 @@ is() {
         echo "ok $n - $1"
     else
         echo "not ok $n - $1: got '$2', want '$3'"
+        failed=$((failed + 1))
+    fi
+}
+
+# jqok NAME FILTER: one TAP line for whether the jq FILTER is true on the JSON file $res
+# (with the arguments in JQ_ARGS); prints the filter and what it gave on failure.
+# shellcheck disable=SC2154  # res is the caller's
+jqok() {
+    local name=$1 filter=$2 got
+    n=$((n + 1))
+    if jq -e "${JQ_ARGS[@]}" "$filter" "${res:?jqok needs the variable res}" >/dev/null 2>&1; then
+        echo "ok $n - $name"
+    else
+        got=$(jq -c "${JQ_ARGS[@]}" "$filter" "$res" 2>&1 | head -c 300 || true)
+        echo "not ok $n - $name (filter: $filter; got: $got)"
         failed=$((failed + 1))
     fi
 }

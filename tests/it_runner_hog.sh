@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# it_runner_hog.sh: a real `./run_all.sh --smoke` (s1, s2, two interleaved probes per server)
+# with a CPU hog pinned to the server's CPU (TAP): every run must flag the other load, both
+# scenarios must be INCONCLUSIVE with a reason and a remedy, and nothing may print PASS or
+# FAIL. Needs the binaries in build/; results go to a temporary folder, removed at the end.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+KEEP_RESULTS="${KEEP_RESULTS:-0}"     # 1: keep the temporary results folder
+
+usage() {
+    cat <<USAGE
+usage: tests/it_runner_hog.sh [--help]
+Environment: BUILD (build), KEEP_RESULTS (0).
+USAGE
+}
+case "${1:-}" in
+    -h|--help) usage; exit 0 ;;
+    "") ;;
+    *) usage >&2; exit 2 ;;
+esac
+
+# shellcheck source=runner/lib.sh
+. "$ROOT/runner/lib.sh"
+# shellcheck source=tests/lib/tap.sh
+. "$ROOT/tests/lib/tap.sh"
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/it_runner_hog.XXXXXX")
+hog=""
+# shellcheck disable=SC2317  # invoked by the EXIT trap
+cleanup() {
+    if [[ -n "$hog" ]]; then kill "$hog" 2>/dev/null || true; fi
+    if [[ "$KEEP_RESULTS" == 1 ]]; then echo "# results kept in $TMP"; else rm -rf "$TMP"; fi
+}
+trap cleanup EXIT
+export RESULTS_DIR="$TMP/results"
+
+# ---- a CPU hog on the server CPU: never PASS or FAIL ----------------------------------------
+# the server's CPU as runner.sh will pick it: the first of the affinity mask's first half
+srv_cpu=$(cpulist_split "$(affinity_cpus)" | sed -n 1p | cut -d, -f1)
+taskset -c "$srv_cpu" bash -c 'while :; do :; done' &
+hog=$!
+rc=0
+"$ROOT/run_all.sh" --smoke --scenarios=s1,s2 --repeats=2 --batch=it-hog --fail-on-verdict \
+    >"$TMP/hog.out" 2>"$TMP/hog.err" || rc=$?
+kill "$hog" 2>/dev/null || true
+wait "$hog" 2>/dev/null || true
+hog=""
+res="$RESULTS_DIR/it-hog/index.json"
+is "run_all.sh with a CPU hog on the server CPU exits 4 (INCONCLUSIVE) with --fail-on-verdict" "$rc" 4
+jqok "hog: probe-only runs for the second repeat, interleaved" \
+    '(.probe_runs | length) == 4 and all(.probe_runs[]; .kind == "probe" and .repeat == 2 and .sustained_rps == null)'
+jqok "hog: every run flags other load on the server CPUs" \
+    'all(.runs[], .probe_runs[], .equal_load_runs[]; .flags | index("other load") != null)'
+jqok "hog: s1 and s2 INCONCLUSIVE with a reason and a remedy" \
+    'all(.scenarios[]; .verdict == "INCONCLUSIVE" and (.reasons | length) > 0 and (.remedies | any(test("quiet host"))))'
+ok "hog: summary.md never says PASS or FAIL" bash -c "! grep -Eq 'Verdict: (PASS|FAIL)' '$RESULTS_DIR/it-hog/summary.md'"
+ok "hog: run_all's verdict line is INCONCLUSIVE" grep -q 'verdict: .*INCONCLUSIVE' "$TMP/hog.err"
+
+tap_finish
