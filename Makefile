@@ -76,7 +76,7 @@ HELPER_BINS := $(HELPER_SRC:tests/helpers/%.c=$(BUILD)/tests/helpers/%)
 # relinks every time).
 .SECONDARY:
 
-.PHONY: all deps test check-tsan check-asan clean bench-micro fuzz
+.PHONY: all deps test check-tsan check-asan clean bench-micro bench-instr fuzz
 all: deps $(BINS) $(TEST_BINS) $(HELPER_BINS)
 
 deps:
@@ -143,6 +143,10 @@ $(BUILD)/bench/micro: $(BENCH_OBJ) $(LIBCOMMON)
 
 bench-micro: $(BUILD)/bench/micro
 	@BUILD=$(BUILD) bench/micro.sh $(BENCH_ARGS)
+
+# whole-server instructions per request under callgrind (bench/instr-per-req.sh)
+bench-instr: $(BUILD)/async-server $(BUILD)/actor-server
+	@BUILD=$(BUILD) bench/instr-per-req.sh $(BENCH_ARGS)
 # ---- end bench ----
 
 # ---- fuzzing (issue 7; tests/fuzz/) -------------------------------------------------
