@@ -10,7 +10,7 @@ set -euo pipefail
 BUILD=${BUILD:-build}
 N=${N:-20000}                   # requests of the short run; the long run sends 2N
 CONNECTIONS=${CONNECTIONS:-8}   # keep-alive connections
-MODE=${MODE:-serial}            # serial (deterministic) or closed (see bench/README.md)
+MODE=${MODE:-burst}             # burst, serial or closed (see bench/README.md)
 NGINX=${NGINX:-$(command -v nginx || echo /usr/sbin/nginx)}
 ACTOR_ARGS=${ACTOR_ARGS:---workers 0}
 INSTR_NOISE_PCT=${INSTR_NOISE_PCT:-0.5} # changes within +-this are "within noise"
@@ -31,7 +31,7 @@ usage: bench/instr-per-req.sh [--save-baseline NAME] [--baseline NAME] [--repeat
   --repeat K            measure everything K times (default 1) and report the spread;
                         the figures compared and saved are those of the last round
   --filter ROW          only rows whose name (e.g. s2/actor-server) contains ROW
-Environment: BUILD=$BUILD N=$N CONNECTIONS=$CONNECTIONS MODE=$MODE (serial|closed)
+Environment: BUILD=$BUILD N=$N CONNECTIONS=$CONNECTIONS MODE=$MODE (serial|burst|closed)
   NGINX=$NGINX ACTOR_ARGS="$ACTOR_ARGS" INSTR_NOISE_PCT=$INSTR_NOISE_PCT OUT=$OUT
   KEEP_DIR=$KEEP_DIR
 Rows: s1 (GET /ping), s2 (GET /users/{id}), s3 (loadgen-scripts/s3_mixed.mix), each for
@@ -69,7 +69,7 @@ if [ -n "$base_name" ] && [ ! -f "$BASELINE_DIR/instr-$base_name.json" ]; then
     echo "instr-per-req.sh: no baseline $BASELINE_DIR/instr-$base_name.json" >&2
     exit 2
 fi
-case "$MODE" in serial | closed) ;; *) echo "instr-per-req.sh: MODE must be serial or closed" >&2; exit 2 ;; esac
+case "$MODE" in serial | closed | burst) ;; *) echo "instr-per-req.sh: MODE must be serial, closed or burst" >&2; exit 2 ;; esac
 [[ $N =~ ^[1-9][0-9]*$ ]] || { echo "instr-per-req.sh: N must be a positive integer" >&2; exit 2; }
 for tool in valgrind jq python3; do
     command -v "$tool" >/dev/null || { echo "instr-per-req.sh: needs $tool" >&2; exit 1; }
@@ -148,7 +148,7 @@ ir_of() {
     pids+=("$pid")
     wait_ready "$pid" "$log" "$server" "$port"
     if ! python3 "$here/instr_client.py" --port "$port" --mix "$mix" --requests "$n" \
-        --connections "$CONNECTIONS" --mode "$MODE" >"$tmp/client.json"; then
+        --connections "$CONNECTIONS" --mode "$MODE" --pid "$pid" >"$tmp/client.json"; then
         echo "instr-per-req.sh: $server: the client failed ($(cat "$tmp/client.json"))" >&2
         return 1
     fi

@@ -10,6 +10,10 @@ keeping the connections busy:
           server finds per wake-up depends on timing)
   serial  one request in flight in all, the connections taken in turn: every request
           costs the server exactly one wake-up (fully deterministic)
+  burst   rounds of one request per connection, written while the server is stopped
+          (SIGSTOP, then SIGCONT once every request is in its socket): every round costs
+          the server one wake-up that finds all C requests ready (deterministic, and
+          the loaded regime of `closed`); needs --pid
 Exit 0 when every response had the expected status, 1 otherwise (or on a socket error),
 2 on bad usage or a bad mix file.
 """
@@ -19,8 +23,10 @@ import os
 import random
 import re
 import selectors
+import signal
 import socket
 import sys
+import time
 
 PLACEHOLDER = re.compile(r"\{(rand:(\d+):(\d+)|seq)\}")
 
@@ -124,19 +130,61 @@ class Conn:
         return status
 
 
+# Syscalls a server thread waits in when it has nothing to do: epoll_wait, epoll_pwait,
+# epoll_pwait2, rt_sigtimedwait (the main thread's sigwait), futex (x86-64 numbers).
+IDLE_SYSCALLS = {"232", "281", "441", "128", "202"}
+
+
+def task_states(pid):
+    """[(state, syscall number or 'running')] of every thread of pid."""
+    out = []
+    tasks = f"/proc/{pid}/task"
+    for t in os.listdir(tasks):
+        try:
+            with open(f"{tasks}/{t}/stat", encoding="ascii") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+            with open(f"{tasks}/{t}/syscall", encoding="ascii") as f:
+                call = f.read().split()[0]
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        out.append((state, call))
+    return out
+
+
+def wait_for(pid, ok, what):
+    for _ in range(200000):
+        states = task_states(pid)
+        if states and all(ok(st, call) for st, call in states):
+            return
+        time.sleep(0)
+    raise ConnectionError(f"pid {pid} never {what}: {task_states(pid)}")
+
+
+def stop_process(pid):
+    """Waits until every thread of pid is blocked waiting for work (so it is stopped at
+    the same point every round), SIGSTOPs it and waits until it is stopped, so that
+    nothing it does can interleave with the requests written next."""
+    wait_for(pid, lambda st, call: st == "S" and call in IDLE_SYSCALLS, "went idle")
+    os.kill(pid, signal.SIGSTOP)
+    wait_for(pid, lambda st, call: st in ("T", "t"), "stopped")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--port", type=int, required=True)
     ap.add_argument("--mix", required=True, help="loadgen .mix file")
     ap.add_argument("--requests", type=int, required=True, help="requests to send (N)")
     ap.add_argument("--connections", type=int, default=8)
-    ap.add_argument("--mode", choices=("closed", "serial"), default="closed")
+    ap.add_argument("--mode", choices=("closed", "serial", "burst"), default="closed")
+    ap.add_argument("--pid", type=int, help="the server's pid (burst mode)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--bearer", default=os.environ.get("BEARER") or
                     "test-token-aaaaaaaaaaaaaaaaaaaa")
     a = ap.parse_args()
     if a.requests < 1 or a.connections < 1:
         die("--requests and --connections must be >= 1")
+    if a.mode == "burst" and a.pid is None:
+        die("--mode burst needs --pid")
     headers, lines = parse_mix(a.mix, a.bearer)
     reqs = build_requests(headers, lines, a.requests, a.seed, f"127.0.0.1:{a.port}")
     try:
@@ -147,7 +195,21 @@ def main():
     done = 0
     nxt = 0
     try:
-        if a.mode == "serial":
+        if a.mode == "burst":
+            for start in range(0, len(reqs), len(conns)):
+                batch = list(zip(conns, reqs[start:start + len(conns)]))
+                stop_process(a.pid)
+                for c, (req, expect) in batch:
+                    c.send(req, expect)
+                os.kill(a.pid, signal.SIGCONT)
+                for c, _ in batch:
+                    status = None
+                    while status is None:
+                        status = c.response()
+                    if status != c.expect:
+                        bad[status] = bad.get(status, 0) + 1
+                    done += 1
+        elif a.mode == "serial":
             for i, (req, expect) in enumerate(reqs):
                 c = conns[i % len(conns)]
                 c.send(req, expect)
