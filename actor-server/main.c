@@ -6,7 +6,9 @@
  * (auth or validation failures skip the store). The store actor alone owns the store.
  * Topology: one set of stateless actors (router, request_id, auth, logger) per scheduler
  * — per I/O loop with --workers 0, per worker thread otherwise — and one store actor (on
- * loop 0, or worker 0). The message is the struct request itself: no allocation per hop.
+ * loop 0, or worker 0), which commits each POST alone or, with --group-commit N > 1, up
+ * to N in one transaction. The message is the struct request itself: no allocation per
+ * hop.
  * Backpressure: a loop holds at most INFLIGHT_MAX requests in actors; beyond that, or
  * when any mailbox is full, the request is answered 503 + Retry-After: 1 at once. */
 #include <stdio.h>
@@ -38,11 +40,15 @@ struct actor_loop {
     uv_async_t fin_async;
 };
 
-/* The store actor's state: the store is ctx->store, touched only here. POSTs wait in
- * `creates` until the end of the run (or until another operation must see them), then
- * commit in one transaction; each 201 leaves only after that commit. */
+/* The store actor's state: the store is ctx->store, touched only here. With
+ * --group-commit N > 1, POSTs wait in `creates` until the end of the run, until N are
+ * waiting, or until another operation must see them, then commit in one transaction;
+ * each 201 leaves only after that commit. With N = 1 (the default) each POST is
+ * committed alone, by the same call the async server makes. */
+_Static_assert(OPTIONS_GROUP_COMMIT_MAX <= STORE_BATCH_MAX, "group commit above the batch cap");
 struct store_actor {
     struct serve_ctx *ctx;
+    unsigned group_max;
     unsigned ncreates;
     struct request *creates[STORE_BATCH_MAX];
 };
@@ -134,9 +140,9 @@ static void store_fn(struct actor *self, void *msg)
 {
     struct request *req = msg;
     struct store_actor *sa = self->state;
-    if (req->route == ROUTE_USER_CREATE) {
+    if (req->route == ROUTE_USER_CREATE && sa->group_max > 1) {
         sa->creates[sa->ncreates++] = req;
-        if (sa->ncreates == STORE_BATCH_MAX)
+        if (sa->ncreates == sa->group_max)
             store_commit(sa);
         return;
     }
@@ -316,9 +322,11 @@ static int arch_init(struct serve_ctx *ctx)
     for (unsigned i = 0; i < st->nloops; i++)
         st->loops[i].set = &st->sets[i % st->nsets];
     st->store_state.ctx = ctx;
+    st->store_state.group_max = ctx->opt.group_commit;
     st->store = new_actor("store", store_fn, &st->store_state,
                           st->nworkers ? st->workers[0] : st->loops[0].sched, STORE_RING);
-    st->store->batch_end = store_batch_end;
+    if (st->store_state.group_max > 1)
+        st->store->batch_end = store_batch_end; /* commits what the run left waiting */
     for (unsigned i = 0; i < st->nloops; i++)
         sched_start(st->loops[i].sched);
     for (unsigned w = 0; w < st->nworkers; w++) {
@@ -371,7 +379,7 @@ int main(int argc, char **argv)
 {
     static const struct serve_arch arch = {
         .prog = "actor-server",
-        .allow_workers = 1,
+        .allow_workers = OPT_WORKERS | OPT_GROUP_COMMIT,
         .hooks = &hooks,
         .init = arch_init,
         .fini = arch_fini,
