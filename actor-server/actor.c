@@ -2,8 +2,10 @@
  * actor.h). Does not create threads or wake anybody itself; its scheduler does.
  * Invariants: pending counts pushed-and-counted ring messages not yet processed; the
  * actor is in its scheduler's run queue or running a ring batch exactly while
- * pending > 0, and the ring holds >= pending. Likewise local_pending, the local FIFO and
- * the scheduler's local run list, all touched by the home thread only. */
+ * pending > 0, and the ring holds >= pending. local_ready is true exactly while the
+ * actor is on its scheduler's local run list or running local messages, and the local
+ * FIFO is non-empty whenever it is on that list; all three are touched by the home
+ * thread only. */
 #include "actor.h"
 
 #include <errno.h>
@@ -33,7 +35,7 @@ struct actor *actor_new(const char *name, actor_fn fn, void *state, struct sched
     a->state = state;
     a->home = home;
     a->home_local = sched_local_of(home);
-    a->local_pending = 0;
+    a->local_ready = false;
     a->local_next = NULL;
     atomic_init(&a->pending, 0);
     atomic_init(&a->processed, 0);

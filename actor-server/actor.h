@@ -28,11 +28,12 @@ struct actor {
     const char *name;       /* borrowed, for metrics; must outlive the actor */
     struct mailbox mailbox; /* owned; sends from other threads; popped by the home thread */
     struct localq local;    /* owned; sends from the home thread; home thread only */
-    unsigned local_pending; /* local messages not yet processed; 0 -> 1 queues the actor
-                               on home's local run list. Home thread only */
+    bool local_ready;       /* on home's local run list or running local messages; a
+                               local send that finds it false queues the actor. Home
+                               thread only */
     struct actor *local_next; /* home's local run list */
     struct sched_local *home_local; /* that list: sched_local_of(home) */
-    actor_fn fn;
+    actor_fn fn;            /* fixed at creation */
     void (*batch_end)(struct actor *self); /* optional: after each run's last message */
     void *state;            /* borrowed; touched only by fn, so no locking needed */
     struct sched *home;     /* the scheduler that runs this actor, fixed at creation */
@@ -72,8 +73,9 @@ static inline int actor_send(struct actor *a, void *msg)
     /* Same thread as every run of a: nobody else touches the local half. */
     if (localq_push(&a->local, msg) != 0)
         return -EAGAIN;
-    if (a->local_pending++ == 0) {
+    if (!a->local_ready) {
         struct sched_local *l = a->home_local;
+        a->local_ready = true;
         a->local_next = NULL;
         if (l->tail != NULL)
             l->tail->local_next = a;
@@ -95,21 +97,26 @@ bool actor_run(struct actor *a, unsigned batch);
  * the scheduler that took a from its local run list. */
 static inline bool actor_run_local(struct actor *a, unsigned batch)
 {
-    unsigned n = a->local_pending < batch ? a->local_pending : batch;
+    unsigned n = localq_depth(&a->local);
 
+    if (n > batch)
+        n = batch;
     atomic_store_explicit(&a->runs, atomic_load_explicit(&a->runs, memory_order_relaxed) + 1,
                           memory_order_relaxed);
-    /* local_pending stays > 0 during the run: a send to a from its own behaviour
-     * queues the message but not the actor a second time. */
+    /* local_ready stays true during the run: a send to a from its own behaviour (or from
+     * any actor it calls) queues the message but not the actor a second time. */
+    actor_fn fn = a->fn; /* fixed at creation */
     for (unsigned i = 0; i < n; i++)
-        a->fn(a, localq_pop(&a->local));
+        fn(a, localq_pop(&a->local));
     if (a->batch_end != NULL)
         a->batch_end(a);
     atomic_store_explicit(&a->processed,
                           atomic_load_explicit(&a->processed, memory_order_relaxed) + n,
                           memory_order_relaxed);
-    a->local_pending -= n;
-    return a->local_pending != 0;
+    if (localq_depth(&a->local) != 0)
+        return true;
+    a->local_ready = false;
+    return false;
 }
 
 /* Metrics, any thread, relaxed snapshots (depth counts both halves). */

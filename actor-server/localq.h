@@ -10,9 +10,10 @@
 #include <stdatomic.h>
 
 struct localq {
-    void **slots;            /* cap entries, owned; NULL until the first push */
-    unsigned cap;            /* a power of two, or 0 */
+    void **slots;            /* mask + 1 entries, owned; NULL until the first push */
+    unsigned mask;           /* slot count - 1 (a power of two - 1); 0 before the first push */
     unsigned max;            /* most messages it may hold */
+    unsigned lim;            /* min(cap, max): a push at this depth must grow or fail */
     atomic_uint head, tail;  /* free-running; depth = tail - head */
 };
 
@@ -36,9 +37,9 @@ static inline int localq_push(struct localq *q, void *msg)
     unsigned t = atomic_load_explicit(&q->tail, memory_order_relaxed);
     unsigned h = atomic_load_explicit(&q->head, memory_order_relaxed);
 
-    if ((t - h == q->cap || t - h == q->max) && localq_grow(q) != 0)
+    if (t - h == q->lim && localq_grow(q) != 0)
         return -EAGAIN;
-    q->slots[t & (q->cap - 1)] = msg;
+    q->slots[t & q->mask] = msg;
     atomic_store_explicit(&q->tail, t + 1, memory_order_relaxed);
     return 0;
 }
@@ -48,7 +49,7 @@ static inline int localq_push(struct localq *q, void *msg)
 static inline void *localq_pop(struct localq *q)
 {
     unsigned h = atomic_load_explicit(&q->head, memory_order_relaxed);
-    void *msg = q->slots[h & (q->cap - 1)];
+    void *msg = q->slots[h & q->mask];
 
     atomic_store_explicit(&q->head, h + 1, memory_order_relaxed);
     return msg;
