@@ -147,6 +147,7 @@ measure() {
 }
 
 loadavg=$(cut -d' ' -f1-3 /proc/loadavg)
+busy_before=$(bench_cpu_busy 2 "$SERVER_CPU" "$LOADGEN_CPU") # other work, before we start
 read -r -a servers <<<"$SERVERS"
 ns=${#servers[@]}
 for c in $CONNS; do
@@ -166,13 +167,13 @@ nginx_v=$("$NGINX" -v 2>&1 | sed 's/^nginx version: //') || nginx_v=none
 mkdir -p "$(dirname "$OUT")"
 jq -s --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" --arg host "$(hostname)" \
     --argjson cores "$(nproc)" --arg kernel "$(uname -r)" --arg commit "$commit$dirty" \
-    --arg nginx "$nginx_v" --arg loadavg "$loadavg" --argjson rounds "$ROUNDS" \
+    --arg nginx "$nginx_v" --arg loadavg "$loadavg" --arg busy "$busy_before" --argjson rounds "$ROUNDS" \
     --argjson dur "$DURATION" --argjson warm "$WARMUP" --argjson minc "$MIN_CPU_PCT" \
     --argjson maxl "$MAX_LOADGEN_PCT" --arg scpu "$SERVER_CPU" --arg lcpu "$LOADGEN_CPU" \
     'def median: sort | if length % 2 == 1 then .[length / 2 | floor]
                         else (.[length / 2 - 1] + .[length / 2]) / 2 end;
      {date: $date, host: $host, cores: $cores, kernel: $kernel, commit: $commit,
-      nginx: $nginx, loadavg_before: $loadavg, rounds: $rounds, duration_s: $dur,
+      nginx: $nginx, loadavg_before: $loadavg, cpu_busy_before: $busy, rounds: $rounds, duration_s: $dur,
       warmup_s: $warm, min_server_cpu_pct: $minc, max_loadgen_cpu_pct: $maxl,
       server_cpu: $scpu, loadgen_cpu: $lcpu, runs: .,
       figures: (group_by([.connections, .server]) | map({
@@ -193,7 +194,7 @@ jq -s --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" --arg host "$(hostname)" \
     "$tmp/results.jsonl" >"$OUT"
 
 echo "conn-scaling, GET /ping: $(jq -r .date "$OUT")  host $(hostname)  $(nproc) cores  kernel $(uname -r)  commit $commit$dirty"
-echo "nginx $nginx_v  |  load average before: $loadavg  |  servers on CPU $SERVER_CPU (1 thread / 1 worker), loadgen on CPU $LOADGEN_CPU"
+echo "nginx $nginx_v  |  load average before: $loadavg  |  busy before start (2 s): $busy_before  |  servers on CPU $SERVER_CPU (1 thread / 1 worker), loadgen on CPU $LOADGEN_CPU"
 echo "build/loadgen closed loop, 1 thread; ${WARMUP}s warm-up + ${DURATION}s measured per run; median of $ROUNDS interleaved rounds"
 echo "valid: server CPU >= $MIN_CPU_PCT%, loadgen CPU < $MAX_LOADGEN_PCT%, no errors, every connection open, in every round"
 printf '%6s %-13s %11s %12s %9s %9s %9s %9s  %s\n' conns server "req/s" "req/CPU-s" "srv CPU" "cpu$SERVER_CPU" "loadgen" "/nginx" validity

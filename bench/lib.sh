@@ -93,3 +93,20 @@ bench_nginx_worker() {
     echo "no nginx worker under pid $1" >&2
     return 1
 }
+
+# bench_cpu_busy SECONDS CPU...: prints "cpuN=P%" for each CPU: its busy share (user, nice,
+# system, irq, softirq, steal) over SECONDS, from /proc/stat. Run before a timed benchmark
+# to show how much other work the machine had.
+bench_cpu_busy() {
+    local secs=$1 a b c out=""
+    shift
+    a=$(cat /proc/stat)
+    sleep "$secs"
+    b=$(cat /proc/stat)
+    for c in "$@"; do
+        out+=$(printf '%s\n%s\n' "$a" "$b" | awk -v c="cpu$c" '$1 == c {
+            busy = $2 + $3 + $4 + $7 + $8 + $9; tot = busy + $5 + $6
+            if (n++) printf "%s=%.0f%% ", c, 100 * (busy - b0) / (tot - t0); else { b0 = busy; t0 = tot } }')
+    done
+    echo "${out% }"
+}

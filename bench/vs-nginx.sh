@@ -113,7 +113,8 @@ measure() {
         "$tmp/$name.json" >>"$tmp/results.jsonl"
 }
 
-loadavg=$(cut -d' ' -f1-3 /proc/loadavg) # other work on the machine, before we start
+loadavg=$(cut -d' ' -f1-3 /proc/loadavg)
+busy_before=$(bench_cpu_busy 2 "$SERVER_CPU" "$LOADGEN_CPU") # other work, before we start
 
 # --- the servers, started once (an idle server costs nothing), all on SERVER_CPU ---
 declare -A port cpu_pid
@@ -163,10 +164,10 @@ jq -s --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" --arg host "$(hostname)" \
     --argjson cores "$(nproc)" --arg kernel "$(uname -r)" --arg nginx "$nginx_v" \
     --arg cc "$gcc_v" --arg commit "$commit" --arg loadgen "$loadgen" \
     --argjson conns "$CONNECTIONS" --argjson pipe "$PIPELINE" --argjson dur "$DURATION" --argjson warm "$WARMUP" \
-    --argjson min "$MIN_CPU_PCT" --arg loadavg "$loadavg" --argjson rounds "$ROUNDS" \
+    --argjson min "$MIN_CPU_PCT" --arg loadavg "$loadavg" --arg busy "$busy_before" --argjson rounds "$ROUNDS" \
     'def median: sort | if length % 2 == 1 then .[length / 2 | floor]
                         else (.[length / 2 - 1] + .[length / 2]) / 2 end;
-     {date: $date, loadavg_before: $loadavg, host: $host, cores: $cores, kernel: $kernel, nginx: $nginx,
+     {date: $date, loadavg_before: $loadavg, cpu_busy_before: $busy, host: $host, cores: $cores, kernel: $kernel, nginx: $nginx,
       compiler: $cc, commit: $commit, loadgen: $loadgen, connections: $conns, pipeline: $pipe,
       duration_s: $dur, warmup_s: $warm, rounds: $rounds, min_cpu_pct: $min, runs: .,
       results: (group_by(.server) | map({server: .[0].server,
@@ -181,7 +182,7 @@ jq -s --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" --arg host "$(hostname)" \
            {(.): ($m[.] / $m.nginx)}] | add // {})' "$tmp/results.jsonl" >"$OUT"
 
 echo "vs nginx, GET /ping: $(jq -r '.date' "$OUT")  host $(hostname)  $(nproc) cores  kernel $(uname -r)"
-echo "nginx $nginx_v  |  $gcc_v  |  commit $commit  |  load average before: $loadavg"
+echo "nginx $nginx_v  |  $gcc_v  |  commit $commit  |  load average before: $loadavg  |  busy before start (2 s, nothing of ours running): $busy_before"
 echo "load: $loadgen, $CONNECTIONS keep-alive connections, pipeline $PIPELINE, ${WARMUP}s warm-up (discarded) + ${DURATION}s measured;" \
     "servers on CPU $SERVER_CPU, load generator on CPU $LOADGEN_CPU; median of $ROUNDS rounds, order rotated per round"
 echo "each round:"
