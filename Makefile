@@ -78,7 +78,7 @@ HELPER_BINS := $(HELPER_SRC:tests/helpers/%.c=$(BUILD)/tests/helpers/%)
 # relinks every time).
 .SECONDARY:
 
-.PHONY: all binaries deps test check-tsan check-asan clean bench-micro fuzz
+.PHONY: all binaries deps test check-tsan check-asan clean bench-micro bench-instr fuzz
 # pkg-config and the llhttp paths are read when make reads this file: on a machine where
 # deps.sh has just installed them, only a make started after it sees them, so `all` and
 # `test` run deps.sh, then build `binaries` in a second make.
@@ -154,6 +154,10 @@ $(BUILD)/bench/micro: $(BENCH_OBJ) $(LIBCOMMON)
 
 bench-micro: $(BUILD)/bench/micro
 	@BUILD=$(BUILD) bench/micro.sh $(BENCH_ARGS)
+
+# whole-server instructions per request under callgrind (bench/instr-per-req.sh)
+bench-instr: $(BUILD)/async-server $(BUILD)/actor-server
+	@BUILD=$(BUILD) bench/instr-per-req.sh $(BENCH_ARGS)
 # ---- end bench ----
 
 # ---- fuzzing (issue 7; tests/fuzz/) -------------------------------------------------

@@ -1,7 +1,11 @@
-/* actor: behaviour + mailbox + a pending counter that decides who runs it (see
+/* actor: behaviour + a two-half mailbox + pending counters that decide who runs it (see
  * actor.h). Does not create threads or wake anybody itself; its scheduler does.
- * Invariant: pending counts pushed-and-counted messages not yet processed; the actor is
- * queued or running exactly while pending > 0, and the mailbox holds >= pending. */
+ * Invariants: pending counts pushed-and-counted ring messages not yet processed; the
+ * actor is in its scheduler's run queue or running a ring batch exactly while
+ * pending > 0, and the ring holds >= pending. local_ready is true exactly while the
+ * actor is on its scheduler's local run list or running local messages, and the local
+ * FIFO is non-empty whenever it is on that list; all three are touched by the home
+ * thread only. */
 #include "actor.h"
 
 #include <errno.h>
@@ -20,6 +24,8 @@ struct actor *actor_new(const char *name, actor_fn fn, void *state, struct sched
     rc = mailbox_init(&a->mailbox, ring_size);
     if (rc != 0)
         goto fail_mailbox;
+    /* The same-thread half: as many messages as the ring, slots allocated on demand. */
+    localq_init(&a->local, ring_size - 1);
     /* A place in home's run queue. */
     rc = sched_attach(home);
     if (rc != 0)
@@ -28,12 +34,16 @@ struct actor *actor_new(const char *name, actor_fn fn, void *state, struct sched
     a->fn = fn;
     a->state = state;
     a->home = home;
+    a->home_local = sched_local_of(home);
+    a->local_ready = false;
+    a->local_next = NULL;
     atomic_init(&a->pending, 0);
     atomic_init(&a->processed, 0);
     atomic_init(&a->runs, 0);
     return a;
 
 fail_attach:
+    localq_destroy(&a->local);
     mailbox_destroy(&a->mailbox);
 fail_mailbox:
     free(a);
@@ -47,11 +57,12 @@ void actor_free(struct actor *a)
     if (a == NULL)
         return;
     sched_detach(a->home);
+    localq_destroy(&a->local);
     mailbox_destroy(&a->mailbox);
     free(a);
 }
 
-int actor_send(struct actor *a, void *msg)
+int actor_send_remote(struct actor *a, void *msg)
 {
     int rc = mailbox_push(&a->mailbox, msg);
 
@@ -92,7 +103,7 @@ bool actor_run(struct actor *a, unsigned batch)
 
 unsigned actor_depth(const struct actor *a)
 {
-    return mailbox_depth(&a->mailbox);
+    return mailbox_depth(&a->mailbox) + localq_depth(&a->local);
 }
 
 uint64_t actor_processed(const struct actor *a)

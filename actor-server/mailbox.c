@@ -124,11 +124,6 @@ int mailbox_pop(struct mailbox *mb, void **msg)
     return 0;
 }
 
-unsigned mailbox_depth(const struct mailbox *mb)
-{
-    return ck_ring_size(&mb->ring);
-}
-
 unsigned mailbox_capacity(const struct mailbox *mb)
 {
     return ck_ring_capacity(&mb->ring) - 1;

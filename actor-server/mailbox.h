@@ -34,8 +34,11 @@ int mailbox_push(struct mailbox *mb, void *msg);
 int mailbox_pop(struct mailbox *mb, void **msg);
 
 /* Number of queued messages: exact for the consumer, a recent snapshot from any other
- * thread (for metrics). */
-unsigned mailbox_depth(const struct mailbox *mb);
+ * thread (for metrics). Inline: the schedulers poll it on every drain. */
+static inline unsigned mailbox_depth(const struct mailbox *mb)
+{
+    return ck_ring_size(&mb->ring);
+}
 
 /* Most messages the mailbox can hold (ring_size - 1). Any thread. */
 unsigned mailbox_capacity(const struct mailbox *mb);

@@ -6,7 +6,9 @@
  * (auth or validation failures skip the store). The store actor alone owns the store.
  * Topology: one set of stateless actors (router, request_id, auth, logger) per scheduler
  * — per I/O loop with --workers 0, per worker thread otherwise — and one store actor (on
- * loop 0, or worker 0). The message is the struct request itself: no allocation per hop.
+ * loop 0, or worker 0), which commits each POST alone or, with --group-commit N > 1, up
+ * to N in one transaction. The message is the struct request itself: no allocation per
+ * hop.
  * Backpressure: a loop holds at most INFLIGHT_MAX requests in actors; beyond that, or
  * when any mailbox is full, the request is answered 503 + Retry-After: 1 at once. */
 #include <stdio.h>
@@ -24,6 +26,8 @@
 
 struct mw_set {
     struct actor *router, *request_id, *auth, *logger;
+    struct actor *store;    /* the one store actor (a copy, for auth's hop) */
+    const struct app *app;  /* the bearer, for auth */
     struct rid_state rid;
     struct accesslog_buf log;
 };
@@ -38,11 +42,15 @@ struct actor_loop {
     uv_async_t fin_async;
 };
 
-/* The store actor's state: the store is ctx->store, touched only here. POSTs wait in
- * `creates` until the end of the run (or until another operation must see them), then
- * commit in one transaction; each 201 leaves only after that commit. */
+/* The store actor's state: the store is ctx->store, touched only here. With
+ * --group-commit N > 1, POSTs wait in `creates` until the end of the run, until N are
+ * waiting, or until another operation must see them, then commit in one transaction;
+ * each 201 leaves only after that commit. With N = 1 (the default) each POST is
+ * committed alone, by the same call the async server makes. */
+_Static_assert(OPTIONS_GROUP_COMMIT_MAX <= STORE_BATCH_MAX, "group commit above the batch cap");
 struct store_actor {
     struct serve_ctx *ctx;
+    unsigned group_max;
     unsigned ncreates;
     struct request *creates[STORE_BATCH_MAX];
 };
@@ -61,32 +69,42 @@ struct actor_state {
 /* A sentinel message: "flush your log buffer if it is old". */
 static struct request tick_msg;
 
+/* The actor_loop of the loop this thread runs (set by loop_init): the hooks of the
+ * request path find it without a call into server.c. */
+static _Thread_local struct actor_loop *this_loop;
+
 static struct actor_loop *loop_of(struct request *req)
 {
     return req->user_data;
 }
 
 /* The answer to a request that found a mailbox full or its loop over the cap. */
-static void set_overloaded(struct request *req)
+static void __attribute__((noinline)) set_overloaded(struct request *req)
 {
     http_error_response(&req->resp, 503, "overloaded");
     req->resp.flags |= RESP_RETRY_AFTER;
 }
 
-/* Hands req back to its loop; the inbox has room by construction (the in-flight cap). */
-static void reply(struct request *req)
+/* Hands req back to its loop; the inbox has room by construction (the in-flight cap).
+ * Inline, like forward: a hop is a few stores on the same thread (actor_send). */
+static inline __attribute__((always_inline)) void reply(struct request *req)
 {
     if (actor_send(loop_of(req)->inbox, req) != 0)
         panic("actor-server: inbox full despite the in-flight cap");
 }
 
-/* Sends req on to the next actor, or back to its loop with a 503 when that is full. */
-static void forward(struct actor *to, struct request *req)
+/* The slow path of forward: answer 503 through the loop's inbox. */
+static void __attribute__((noinline)) forward_failed(struct request *req)
 {
-    if (actor_send(to, req) != 0) {
-        set_overloaded(req);
-        reply(req);
-    }
+    set_overloaded(req);
+    reply(req);
+}
+
+/* Sends req on to the next actor, or back to its loop with a 503 when that is full. */
+static inline __attribute__((always_inline)) void forward(struct actor *to, struct request *req)
+{
+    if (actor_send(to, req) != 0)
+        forward_failed(req);
 }
 
 static void router_fn(struct actor *self, void *msg)
@@ -110,12 +128,9 @@ static void auth_fn(struct actor *self, void *msg)
 {
     struct request *req = msg;
     struct mw_set *set = self->state;
-    struct actor_loop *al = loop_of(req);
-    struct serve_ctx *ctx = al->ctx;
-    struct actor_state *st = ctx->arch;
-    if (mw_auth(req, ctx->app.bearer, ctx->app.bearer_len) == 0 &&
-        app_validate(req) == APP_STORE)
-        forward(st->store, req);
+    const struct app *app = set->app;
+    if (mw_auth(req, app->bearer, app->bearer_len) == 0 && app_validate(req) == APP_STORE)
+        forward(set->store, req);
     else
         forward(set->logger, req);
 }
@@ -130,17 +145,29 @@ static void store_commit(struct store_actor *sa)
     sa->ncreates = 0;
 }
 
+/* --group-commit 1: every operation alone, exactly the async server's store step. */
 static void store_fn(struct actor *self, void *msg)
+{
+    struct request *req = msg;
+    struct store_actor *sa = self->state;
+    app_store_exec(&sa->ctx->app, sa->ctx->store, req);
+    forward(loop_of(req)->set->logger, req);
+}
+
+/* --group-commit N > 1: POSTs wait for their group's COMMIT; other operations commit
+ * what waits first. */
+static void store_group_fn(struct actor *self, void *msg)
 {
     struct request *req = msg;
     struct store_actor *sa = self->state;
     if (req->route == ROUTE_USER_CREATE) {
         sa->creates[sa->ncreates++] = req;
-        if (sa->ncreates == STORE_BATCH_MAX)
+        if (sa->ncreates == sa->group_max)
             store_commit(sa);
         return;
     }
-    store_commit(sa); /* reads see every write that came before them */
+    if (sa->ncreates != 0)
+        store_commit(sa); /* reads see every write that came before them */
     app_store_exec(&sa->ctx->app, sa->ctx->store, req);
     forward(loop_of(req)->set->logger, req);
 }
@@ -176,7 +203,7 @@ static void inbox_fn(struct actor *self, void *msg)
 
 static void on_request(struct server_loop *l, struct request *req, void *arg)
 {
-    struct actor_loop *al = server_loop_data(l);
+    struct actor_loop *al = this_loop;
     req->user_data = al;
     if (al->inflight >= INFLIGHT_MAX || actor_send(al->set->router, req) != 0) {
         set_overloaded(req);
@@ -191,6 +218,7 @@ static void on_request(struct server_loop *l, struct request *req, void *arg)
 static void loop_init(struct server_loop *l, void *arg)
 {
     struct actor_loop *al = server_loop_data(l);
+    this_loop = al;
     sched_uv_bind(al->sched);
 }
 
@@ -198,8 +226,7 @@ static void loop_init(struct server_loop *l, void *arg)
  * written in this same iteration. */
 static void before_flush(struct server_loop *l, void *arg)
 {
-    struct actor_loop *al = server_loop_data(l);
-    sched_uv_drain(al->sched);
+    sched_uv_drain(this_loop->sched);
 }
 
 static void on_tick(struct server_loop *l, void *arg)
@@ -316,9 +343,16 @@ static int arch_init(struct serve_ctx *ctx)
     for (unsigned i = 0; i < st->nloops; i++)
         st->loops[i].set = &st->sets[i % st->nsets];
     st->store_state.ctx = ctx;
-    st->store = new_actor("store", store_fn, &st->store_state,
+    st->store_state.group_max = ctx->opt.group_commit;
+    st->store = new_actor("store", st->store_state.group_max > 1 ? store_group_fn : store_fn,
+                          &st->store_state,
                           st->nworkers ? st->workers[0] : st->loops[0].sched, STORE_RING);
-    st->store->batch_end = store_batch_end;
+    if (st->store_state.group_max > 1)
+        st->store->batch_end = store_batch_end; /* commits what the run left waiting */
+    for (unsigned i = 0; i < st->nsets; i++) {
+        st->sets[i].store = st->store;
+        st->sets[i].app = &ctx->app;
+    }
     for (unsigned i = 0; i < st->nloops; i++)
         sched_start(st->loops[i].sched);
     for (unsigned w = 0; w < st->nworkers; w++) {
@@ -371,7 +405,7 @@ int main(int argc, char **argv)
 {
     static const struct serve_arch arch = {
         .prog = "actor-server",
-        .allow_workers = 1,
+        .allow_workers = OPT_WORKERS | OPT_GROUP_COMMIT,
         .hooks = &hooks,
         .init = arch_init,
         .fini = arch_fini,

@@ -29,6 +29,8 @@ enum { AWAKE = 0, IDLE = 1, STOPPED = 2 };
 #define SCHED_SPIN 64
 
 struct sched {
+    struct sched_local local; /* runnable local halves; s's own thread only */
+    unsigned local_burst;    /* local runs since the run queue last had a look; own thread */
     struct mailbox runq;     /* runnable actors; any thread pushes, the scheduler pops */
     atomic_int idle;         /* AWAKE, IDLE (asleep or about to be), STOPPED */
     atomic_bool stop;        /* thread kind: exit once the run queue is empty */
@@ -45,6 +47,8 @@ struct sched {
     bool prepare_closed;
     pthread_t loop_thread;   /* uv kind: the loop's thread, once bound */
 };
+
+_Thread_local struct sched *sched_self_tls;
 
 /* Actor runs one drain may do before it yields to the loop's I/O. */
 #define SCHED_DRAIN_BUDGET 4096
@@ -70,6 +74,74 @@ static void sched_run_one(struct sched *s, struct actor *a)
 {
     if (actor_run(a, s->batch) && mailbox_push(&s->runq, a) != 0)
         panic("sched %s: run queue full", s->name);
+}
+
+struct sched_local *sched_local_of(struct sched *s)
+{
+    return &s->local;
+}
+
+static struct actor *local_pop(struct sched *s)
+{
+    struct actor *a = s->local.head;
+
+    if (a != NULL) {
+        s->local.head = a->local_next;
+        if (s->local.head == NULL)
+            s->local.tail = NULL;
+    }
+    return a;
+}
+
+/* Runs a's local half once; back of the local list if messages remain. Own thread. */
+static void sched_run_local(struct sched *s, struct actor *a)
+{
+    if (actor_run_local(a, s->batch)) {
+        a->local_next = NULL;
+        if (s->local.tail != NULL)
+            s->local.tail->local_next = a;
+        else
+            s->local.head = a;
+        s->local.tail = a;
+    }
+}
+
+/* Local runs in a row before the run queue gets a look: bounds how long actors made
+ * runnable from other threads wait behind a busy local list (and the reverse: a run
+ * queue entry never waits for more than this many local runs). */
+#define SCHED_LOCAL_BURST 64u
+
+/* Runs up to `budget` actors (batches), from the local list and the run queue, until
+ * both are empty. Returns the number of runs; *stopped (if not NULL) is set when an
+ * actor stopped s meanwhile (uv kind: no run after that). Scheduler thread. */
+static unsigned sched_run_some(struct sched *s, unsigned budget, bool *stopped)
+{
+    unsigned runs = 0;
+    struct actor *a;
+
+    /* local_burst lives in s, not here: a caller with a small budget must not reset it
+     * on every call (that would starve the run queue behind a busy local list). */
+    while (runs < budget) {
+        if (s->local_burst < SCHED_LOCAL_BURST && (a = local_pop(s)) != NULL) {
+            sched_run_local(s, a);
+            s->local_burst++;
+        } else if (mailbox_depth(&s->runq) != 0 && mailbox_pop(&s->runq, (void **)&a) == 0) {
+            sched_run_one(s, a);
+            s->local_burst = 0;
+        } else if (s->local_burst == SCHED_LOCAL_BURST) {
+            s->local_burst = 0; /* the run queue is empty: back to the local list */
+            continue;
+        } else {
+            break;
+        }
+        runs++;
+        if (stopped != NULL &&
+            atomic_load_explicit(&s->idle, memory_order_relaxed) == STOPPED) {
+            *stopped = true;
+            break;
+        }
+    }
+    return runs;
 }
 
 static void futex_wait(atomic_int *word, int expected)
@@ -98,13 +170,12 @@ static bool runq_wait_briefly(struct sched *s)
 static void *sched_thread_main(void *arg)
 {
     struct sched *s = arg;
-    struct actor *a;
 
+    sched_self_tls = s; /* sends from s's actors to s's actors go local */
     for (;;) {
-        if (mailbox_pop(&s->runq, (void **)&a) == 0) {
-            sched_run_one(s, a);
+        if (sched_run_some(s, SCHED_LOCAL_BURST, NULL) != 0)
             continue;
-        }
+        /* The local list is empty now, and only this thread fills it. */
         if (runq_wait_briefly(s))
             continue;
         /* Announce sleep, then look again: a producer either sees IDLE and wakes us, or
@@ -124,18 +195,20 @@ static void *sched_thread_main(void *arg)
     return NULL;
 }
 
-/* uv kind: runs up to `budget` actors from the run queue. Returns false when an actor
- * stopped this scheduler meanwhile (no more sends or wake-ups then). Loop thread. */
+/* uv kind: up to `budget` actor runs. Returns false when an actor stopped this
+ * scheduler meanwhile (no more sends or wake-ups then). Loop thread. */
 static bool sched_run_budget(struct sched *s, unsigned budget)
 {
-    struct actor *a;
+    bool stopped = false;
 
-    while (budget-- > 0 && mailbox_pop(&s->runq, (void **)&a) == 0) {
-        sched_run_one(s, a);
-        if (atomic_load_explicit(&s->idle, memory_order_relaxed) == STOPPED)
-            return false;
-    }
-    return true;
+    sched_run_some(s, budget, &stopped);
+    return !stopped;
+}
+
+/* Work is queued that this loop must come back for. */
+static bool sched_uv_pending(const struct sched *s)
+{
+    return s->local.head != NULL || mailbox_depth(&s->runq) != 0;
 }
 
 /* uv kind: runs the actors that were runnable on entry (one batch each), then yields to
@@ -150,7 +223,7 @@ static void sched_async_cb(uv_async_t *handle)
                           : mailbox_depth(&s->runq);
     if (!sched_run_budget(s, budget))
         return;
-    if (mailbox_depth(&s->runq) != 0) {
+    if (sched_uv_pending(s)) {
         uv_async_send(&s->async);
         return;
     }
@@ -177,10 +250,14 @@ static void sched_prepare_close_cb(uv_handle_t *handle)
 
 void sched_uv_drain(struct sched *s)
 {
+    /* The common case on a busy loop: called several times per iteration, mostly with
+     * nothing to do. */
+    if (s->local.head == NULL && mailbox_depth(&s->runq) == 0)
+        return;
     if (!sched_run_budget(s, SCHED_DRAIN_BUDGET))
         return;
     /* Work left over (budget spent): make sure the loop comes back for it. */
-    if (mailbox_depth(&s->runq) != 0)
+    if (sched_uv_pending(s))
         uv_async_send(&s->async);
 }
 
@@ -194,6 +271,7 @@ void sched_uv_bind(struct sched *s)
     if (s->kind != SCHED_UV || atomic_load_explicit(&s->bound, memory_order_relaxed))
         return;
     s->loop_thread = pthread_self(); /* published by the release store of bound below */
+    sched_self_tls = s;              /* sends made here to s's actors go local */
     /* acquire: the prepare handle (unreferenced: it must not keep the loop alive) */
     uv_prepare_init(s->async.loop, &s->prepare);
     s->prepare.data = s;
@@ -255,7 +333,6 @@ int sched_start(struct sched *s)
 
 int sched_stop_and_join(struct sched *s)
 {
-    struct actor *a;
     int rc;
 
     if (s->kind == SCHED_THREAD) {
@@ -271,8 +348,10 @@ int sched_stop_and_join(struct sched *s)
     /* uv kind: drain inline (requeued actors included), then no more wake-ups. */
     if (atomic_exchange(&s->idle, STOPPED) == STOPPED)
         return 0;
-    while (mailbox_pop(&s->runq, (void **)&a) == 0)
-        sched_run_one(s, a);
+    while (sched_run_some(s, SCHED_DRAIN_BUDGET, NULL) != 0)
+        ;
+    if (sched_self_tls == s)
+        sched_self_tls = NULL; /* later sends from here take the cross-thread path */
     uv_close((uv_handle_t *)&s->async, sched_async_close_cb);
     if (atomic_load_explicit(&s->bound, memory_order_relaxed))
         uv_close((uv_handle_t *)&s->prepare, sched_prepare_close_cb);

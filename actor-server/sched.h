@@ -2,8 +2,11 @@
  * its own MPSC run queue that sleeps when idle (futex, touched only on the sleep/wake
  * edge), or a libuv loop woken by uv_async_send (actors then run on the loop thread;
  * an actor homed there doubles as the loop's inbox for replies). Not a thread pool: an
- * actor always runs on its home scheduler. Invariant: an actor is in at most one run
- * queue at most once, so a run queue never holds more than its actor count. */
+ * actor always runs on its home scheduler. Beside the MPSC run queue each scheduler has
+ * a plain local run list for actors made runnable from its own thread (actor.h's
+ * same-thread half), which costs no atomic operation and no wake-up.
+ * Invariant: an actor is in at most one run queue at most once and in the local list at
+ * most once, so a run queue never holds more than its actor count. */
 #ifndef ACTOR_SCHED_H
 #define ACTOR_SCHED_H
 
@@ -71,5 +74,24 @@ void sched_ready(struct sched *s, struct actor *a);
 
 /* The batch size of s (for actor_run callers). */
 unsigned sched_batch(const struct sched *s);
+
+/* The scheduler this thread runs: set on a thread scheduler's own thread and by
+ * sched_uv_bind on a loop's thread (cleared by that scheduler's stop when it runs on
+ * that thread), NULL elsewhere. Sends to actors homed there take the same-thread path.
+ * A thread runs at most one scheduler: binding a second one to it moves the path. */
+extern _Thread_local struct sched *sched_self_tls;
+static inline struct sched *sched_current(void)
+{
+    return sched_self_tls;
+}
+
+/* A scheduler's local run list: actors whose same-thread half became non-empty, FIFO,
+ * linked through actor.local_next. Touched only by the scheduler's own thread. */
+struct sched_local {
+    struct actor *head, *tail;
+};
+
+/* s's local run list (fixed for s's lifetime; actor_new keeps it). Any thread. */
+struct sched_local *sched_local_of(struct sched *s);
 
 #endif

@@ -20,7 +20,7 @@ unsigned options_cpu_count(void)
     return 1;
 }
 
-void options_usage(FILE *out, const char *prog, int allow_workers)
+void options_usage(FILE *out, const char *prog, int features)
 {
     fprintf(out,
             "usage: %s [options]\n"
@@ -36,14 +36,22 @@ void options_usage(FILE *out, const char *prog, int allow_workers)
             "  --access-log PATH       access log file (default /dev/null)\n"
             "  --max-conns N           open connections before new ones are closed (default 10000)\n"
             "  --max-body BYTES        request body limit, 413 above (default 65536)\n"
+            "%s"
             "  --help                  this text\n"
             "Prints 'listening on http://HOST:PORT' on stderr when ready; SIGINT/SIGTERM stop it\n"
             "gracefully (exit 0).\n",
             prog, options_cpu_count(),
-            allow_workers ? "  --workers M             actor scheduler threads; 0 runs actors on the I/O\n"
-                            "                          loop threads (default 0)\n"
-                          : "",
-            prog);
+            (features & OPT_WORKERS)
+                ? "  --workers M             actor scheduler threads; 0 runs actors on the I/O\n"
+                  "                          loop threads (default 0)\n"
+                : "",
+            prog,
+            (features & OPT_GROUP_COMMIT)
+                ? "  --group-commit N        most POSTs committed in one store transaction, 1..64;\n"
+                  "                          1 commits each POST alone, as async-server does\n"
+                  "                          (default 1)\n"
+                : "  --group-commit 1        each POST committed alone (the only value here; the\n"
+                  "                          actor server can batch, this server cannot)\n");
 }
 
 static int parse_num(const char *s, uint64_t min, uint64_t max, uint64_t *out)
@@ -55,11 +63,10 @@ static int parse_num(const char *s, uint64_t min, uint64_t max, uint64_t *out)
     return 0;
 }
 
-int options_parse(struct options *o, int argc, char **argv, const char *prog,
-                  int allow_workers)
+int options_parse(struct options *o, int argc, char **argv, const char *prog, int features)
 {
     enum { O_STORE = 1, O_HOST, O_PORT, O_THREADS, O_DB, O_BEARER, O_SEED, O_LOG, O_MAXC,
-           O_MAXB, O_WORKERS, O_HELP, O_HDR_TO, O_IDLE_TO };
+           O_MAXB, O_WORKERS, O_GROUP, O_HELP, O_HDR_TO, O_IDLE_TO };
     static const struct option longopts[] = {
         {"store", required_argument, NULL, O_STORE},
         {"host", required_argument, NULL, O_HOST},
@@ -72,6 +79,7 @@ int options_parse(struct options *o, int argc, char **argv, const char *prog,
         {"max-conns", required_argument, NULL, O_MAXC},
         {"max-body", required_argument, NULL, O_MAXB},
         {"workers", required_argument, NULL, O_WORKERS},
+        {"group-commit", required_argument, NULL, O_GROUP},
         {"help", no_argument, NULL, O_HELP},
         /* hidden: shorter timeouts for the fault tests */
         {"header-timeout-ms", required_argument, NULL, O_HDR_TO},
@@ -90,7 +98,8 @@ int options_parse(struct options *o, int argc, char **argv, const char *prog,
     o->access_log = "/dev/null";
     o->max_conns = 10000;
     o->max_body = 65536;
-    o->workers = allow_workers ? 0 : -1;
+    o->workers = (features & OPT_WORKERS) ? 0 : -1;
+    o->group_commit = 1;
     o->header_timeout_ms = 10000;
     o->idle_timeout_ms = 60000;
 
@@ -155,12 +164,21 @@ int options_parse(struct options *o, int argc, char **argv, const char *prog,
                 bad = "--max-body must be 1..67108864";
             break;
         case O_WORKERS:
-            if (!allow_workers)
+            if (!(features & OPT_WORKERS))
                 bad = "unknown option --workers";
             else if (parse_num(optarg, 0, 256, &v) == 0)
                 o->workers = (int)v;
             else
                 bad = "--workers must be 0..256";
+            break;
+        case O_GROUP:
+            if (parse_num(optarg, 1, OPTIONS_GROUP_COMMIT_MAX, &v) != 0)
+                bad = "--group-commit must be 1..64";
+            else if (v > 1 && !(features & OPT_GROUP_COMMIT))
+                bad = "--group-commit must be 1 here: this server commits each POST in its own "
+                      "transaction (batching POSTs is the actor server's store actor)";
+            else
+                o->group_commit = (unsigned)v;
             break;
         case O_HELP:
             o->help = 1;
@@ -196,7 +214,7 @@ int options_parse(struct options *o, int argc, char **argv, const char *prog,
             fprintf(stderr, "%s: unexpected argument '%s'\n", prog, argv[optind]);
         else
             fprintf(stderr, "%s: %s\n", prog, bad);
-        options_usage(stderr, prog, allow_workers);
+        options_usage(stderr, prog, features);
         return -EINVAL;
     }
     if (o->db_path == NULL) {

@@ -1,5 +1,6 @@
 /* options: the command line both servers share (DESIGN.md section 5), parsed the same
- * way so a flag means the same thing to both. The actor server adds --workers.
+ * way so a flag means the same thing to both. The actor server adds --workers and
+ * --group-commit above 1 (OPT_WORKERS, OPT_GROUP_COMMIT).
  * Bad input never aborts: options_parse reports it and the caller exits 2. */
 #ifndef COMMON_OPTIONS_H
 #define COMMON_OPTIONS_H
@@ -22,17 +23,23 @@ struct options {
     unsigned max_conns;    /* default 10000 */
     uint64_t max_body;     /* default 65536 */
     int workers;           /* actor server: scheduler threads; -1 when not allowed */
+    unsigned group_commit; /* most POSTs per store transaction; 1 (default): each alone */
     uint64_t header_timeout_ms; /* hidden flag for tests (default 10000) */
     uint64_t idle_timeout_ms;   /* hidden flag for tests (default 60000) */
     int help;
 };
 
+/* What an architecture supports beyond the common flags (options_parse's `features`). */
+#define OPT_WORKERS 1      /* --workers */
+#define OPT_GROUP_COMMIT 2 /* --group-commit above 1 (batched POST commits) */
+#define OPTIONS_GROUP_COMMIT_MAX 64u /* = STORE_BATCH_MAX (app.h) */
+
 /* Parses argv into *o (defaults first). `prog` names the program in messages and the
- * default db file; allow_workers enables --workers. Returns 0, or -EINVAL after printing
- * the problem and the usage to stderr (caller exits 2). --help sets o->help. */
-int options_parse(struct options *o, int argc, char **argv, const char *prog,
-                  int allow_workers);
-void options_usage(FILE *out, const char *prog, int allow_workers);
+ * default db file; `features` (OPT_* bits) enables --workers and --group-commit above 1.
+ * Returns 0, or -EINVAL after printing the problem and the usage to stderr (caller exits
+ * 2). --help sets o->help. */
+int options_parse(struct options *o, int argc, char **argv, const char *prog, int features);
+void options_usage(FILE *out, const char *prog, int features);
 /* CPUs in this process's affinity mask (>= 1). */
 unsigned options_cpu_count(void);
 

@@ -137,10 +137,11 @@ int serve_main(int argc, char **argv, const struct serve_arch *arch)
         goto out_server;
     }
     char workers[32] = "";
-    if (arch->allow_workers)
+    if (arch->allow_workers & OPT_WORKERS)
         snprintf(workers, sizeof workers, ", workers=%d", ctx->opt.workers);
-    fprintf(stderr, "%s: listening on http://%s:%d (store=%s, threads=%u%s)\n", arch->prog,
-            ctx->opt.host, server_port(ctx->srv), store_kind_name(ctx->store), n, workers);
+    fprintf(stderr, "%s: listening on http://%s:%d (store=%s, threads=%u%s, group_commit=%u)\n",
+            arch->prog, ctx->opt.host, server_port(ctx->srv), store_kind_name(ctx->store), n,
+            workers, ctx->opt.group_commit);
     nofile_log(arch->prog, nofile_rc, nofile, nofile_was, nofile_hard, ctx->opt.max_conns);
 
     int sig = 0;

@@ -23,7 +23,7 @@ struct serve_ctx {
 
 struct serve_arch {
     const char *prog;
-    int allow_workers;
+    int allow_workers; /* OPT_* bits of options.h: OPT_WORKERS, OPT_GROUP_COMMIT */
     const struct server_hooks *hooks; /* ctx passed to hooks is the struct serve_ctx */
     /* After the store is open and the loops exist, before they start (main thread):
      * 0, or a negative errno with a message printed. May set ctx->registry.extra. */

@@ -410,17 +410,18 @@ static void respond_parse_error(struct conn *c)
 static void conn_update_deadline(struct conn *c)
 {
     const struct server_config *cfg = &c->loop->srv->cfg;
-    uint64_t now = uv_now(&c->loop->uv);
     if (c->lingering)
         return;
+    /* The loop's time is read only for a deadline actually set (a request in flight
+     * has none): the actor server comes here twice per request, once with one. */
     if (http_parser_mid_request(&c->parser)) {
         if (!c->in_request) {
             c->in_request = 1;
-            c->deadline_ms = now + cfg->header_timeout_ms;
+            c->deadline_ms = uv_now(&c->loop->uv) + cfg->header_timeout_ms;
         }
     } else {
         c->in_request = 0;
-        c->deadline_ms = c->inflight ? 0 : now + cfg->idle_timeout_ms;
+        c->deadline_ms = c->inflight ? 0 : uv_now(&c->loop->uv) + cfg->idle_timeout_ms;
     }
 }
 

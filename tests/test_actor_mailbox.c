@@ -1,6 +1,8 @@
-/* test_actor_mailbox: the bounded MPSC mailbox alone: size checks, full reports
- * -EAGAIN, FIFO, and many producers against one consumer thread deliver every message
- * exactly once in per-producer order. Counts shrink under ThreadSanitizer. */
+/* test_actor_mailbox: the two halves of an actor's mailbox alone. The bounded MPSC
+ * ring: size checks, full reports -EAGAIN, FIFO, and many producers against one
+ * consumer thread deliver every message exactly once in per-producer order. The
+ * same-thread localq: FIFO across growth and wrap-around, full at its bound, depth.
+ * Counts shrink under ThreadSanitizer. */
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -11,6 +13,7 @@
 #include <stdlib.h>
 #include <cmocka.h>
 
+#include "actor-server/localq.h"
 #include "actor-server/mailbox.h"
 
 #if defined(__SANITIZE_THREAD__)
@@ -130,12 +133,56 @@ static void test_many_producers_one_consumer(void **state)
     mailbox_destroy(&mb);
 }
 
+/* Interleaved pushes and pops move head and tail around the array while it grows: the
+ * order must survive every doubling, including one with the queue wrapped. */
+static void test_localq_fifo_across_growth(void **state)
+{
+    struct localq q;
+    unsigned pushed = 0, popped = 0;
+
+    localq_init(&q, 1000);
+    assert_int_equal(localq_depth(&q), 0);
+    /* Three pushes per pop: the depth climbs through 16, 32, ... 1024 slots while head
+     * advances, so the queued range straddles the array's end at some doublings. */
+    while (pushed < 900) {
+        for (int k = 0; k < 3 && pushed < 900; k++)
+            assert_int_equal(localq_push(&q, msg_make(0, ++pushed)), 0);
+        assert_ptr_equal(localq_pop(&q), msg_make(0, ++popped));
+        assert_int_equal(localq_depth(&q), pushed - popped);
+    }
+    while (popped < pushed)
+        assert_ptr_equal(localq_pop(&q), msg_make(0, ++popped));
+    assert_int_equal(localq_depth(&q), 0);
+    localq_destroy(&q);
+}
+
+static void test_localq_full_at_bound(void **state)
+{
+    struct localq q;
+
+    /* A bound that is not a power of two: full at exactly 100, not at the array size. */
+    localq_init(&q, 100);
+    for (unsigned i = 1; i <= 100; i++)
+        assert_int_equal(localq_push(&q, msg_make(1, i)), 0);
+    assert_int_equal(localq_push(&q, msg_make(1, 101)), -EAGAIN);
+    assert_int_equal(localq_depth(&q), 100);
+    assert_ptr_equal(localq_pop(&q), msg_make(1, 1));
+    assert_int_equal(localq_push(&q, msg_make(1, 101)), 0);
+    assert_int_equal(localq_push(&q, msg_make(1, 102)), -EAGAIN);
+    for (unsigned i = 2; i <= 101; i++)
+        assert_ptr_equal(localq_pop(&q), msg_make(1, i));
+    assert_int_equal(localq_depth(&q), 0);
+    localq_destroy(&q);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_init_rejects_bad_sizes),
         cmocka_unit_test(test_full_reports_eagain_and_fifo),
         cmocka_unit_test(test_many_producers_one_consumer),
+        cmocka_unit_test(test_localq_fifo_across_growth),
+        cmocka_unit_test(test_localq_full_at_bound),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

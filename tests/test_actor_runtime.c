@@ -3,7 +3,9 @@
  * queue fairness, stop/join draining, and ping-pong stress that would hang on one lost
  * wake-up (a deadline fails the test instead); a bound uv scheduler fed from an I/O
  * callback, a timer and another thread (local sends skip the wake-up; none may get
- * stuck) with batch_end once per run. Counts shrink under ThreadSanitizer. */
+ * stuck) with batch_end once per run; same-thread sends on a thread scheduler take the
+ * local half (no ring), fill at its bound, and cannot starve actors made runnable from
+ * other threads. Counts shrink under ThreadSanitizer. */
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -850,6 +852,163 @@ static void test_bound_uv_lone_timer_send(void **state)
     assert_int_equal(uv_loop_close(&b.loop), 0);
 }
 
+/* ---- same-thread sends on a thread scheduler ---- */
+
+struct local_probe {
+    struct sched *s;
+    struct actor *next;         /* NULL: last */
+    uint64_t count;
+    uint64_t not_on_home;       /* runs where sched_current() was not s */
+    uint64_t went_remote;       /* sends to next that landed in its ring */
+    uint64_t send_fail;
+    unsigned next_seq;
+    uint64_t bad_order;
+};
+
+static void local_probe_fn(struct actor *self, void *msg)
+{
+    struct local_probe *p = self->state;
+    unsigned seq = (unsigned)((uint64_t)(uintptr_t)msg & 0xffffffffu);
+
+    p->count++;
+    if (sched_current() != p->s)
+        p->not_on_home++;
+    if (p->next == NULL) {
+        if (seq != p->next_seq)
+            p->bad_order++;
+        p->next_seq = seq + 1;
+        return;
+    }
+    unsigned ring_before = mailbox_depth(&p->next->mailbox);
+    if (actor_send(p->next, msg) != 0)
+        p->send_fail++;
+    else if (mailbox_depth(&p->next->mailbox) != ring_before)
+        p->went_remote++;
+}
+
+/* main -> a (cross-thread: the ring) -> b (same thread: the local half), in order. */
+static void test_thread_sched_local_sends(void **state)
+{
+    struct sched *s = sched_new_thread("local");
+    struct local_probe pb = {.s = s, .next_seq = 1}, pa = {.s = s};
+    struct actor *b = actor_new("b", local_probe_fn, &pb, s, 4096, NULL);
+    struct actor *a = actor_new("a", local_probe_fn, &pa, s, 4096, NULL);
+
+    pa.next = b;
+    assert_null(sched_current()); /* the test's own thread runs no scheduler */
+    assert_int_equal(sched_start(s), 0);
+    for (unsigned n = 1; n <= 3000; n++) {
+        while (actor_send(a, msg_make(0, n)) == -EAGAIN)
+            sched_yield();
+    }
+    assert_int_equal(sched_stop_and_join(s), 0);
+    assert_int_equal(pa.count, 3000);
+    assert_int_equal(pb.count, 3000);
+    assert_int_equal(pa.not_on_home + pb.not_on_home, 0);
+    assert_int_equal(pa.went_remote, 0); /* every a -> b send took the local half */
+    assert_int_equal(pa.send_fail, 0);
+    assert_int_equal(pb.bad_order, 0);
+    assert_int_equal(actor_processed(a), 3000);
+    assert_int_equal(actor_processed(b), 3000);
+    assert_int_equal(actor_depth(a), 0);
+    assert_int_equal(actor_depth(b), 0);
+    actor_free(a);
+    actor_free(b);
+    sched_free(s);
+}
+
+/* One behaviour floods a same-thread peer: its local half takes ring_size - 1 messages,
+ * then reports -EAGAIN; the accepted ones all arrive, in order. */
+struct flooder {
+    struct actor *to;
+    unsigned sent, refused;
+};
+
+static void flooder_fn(struct actor *self, void *msg)
+{
+    struct flooder *f = self->state;
+
+    for (unsigned n = 1; n <= 100; n++) {
+        if (actor_send(f->to, msg_make(0, f->sent + 1)) == 0)
+            f->sent++;
+        else
+            f->refused++;
+    }
+}
+
+static void test_thread_sched_local_half_full(void **state)
+{
+    struct sched *s = sched_new_thread("flood");
+    struct local_probe pb = {.s = s, .next_seq = 1};
+    struct flooder f = {.sent = 0};
+    struct actor *b = actor_new("b", local_probe_fn, &pb, s, 64, NULL);
+    struct actor *a = actor_new("a", flooder_fn, &f, s, 8, NULL);
+
+    f.to = b;
+    assert_int_equal(actor_send(a, msg_make(0, 0)), 0);
+    assert_int_equal(sched_start(s), 0);
+    assert_int_equal(sched_stop_and_join(s), 0);
+    assert_int_equal(f.sent, 63);
+    assert_int_equal(f.refused, 37);
+    assert_int_equal(pb.count, 63);
+    assert_int_equal(pb.next_seq, 64);
+    assert_int_equal(pb.bad_order, 0);
+    assert_int_equal(actor_depth(b), 0);
+    actor_free(a);
+    actor_free(b);
+    sched_free(s);
+}
+
+/* An actor that keeps sending to itself (always runnable through the local list) must
+ * not starve an actor made runnable from another thread on the same scheduler. */
+struct spinner {
+    atomic_bool *stop;
+    uint64_t laps;
+};
+
+static void spinner_fn(struct actor *self, void *msg)
+{
+    struct spinner *sp = self->state;
+
+    sp->laps++;
+    if (!atomic_load(sp->stop) && actor_send(self, msg) != 0)
+        panic("spinner: own mailbox full");
+}
+
+static void stopper_fn(struct actor *self, void *msg)
+{
+    atomic_store((atomic_bool *)self->state, true);
+}
+
+static void test_thread_sched_local_cannot_starve_remote(void **state)
+{
+    struct sched *s = sched_new_thread("starve");
+    atomic_bool stop = false;
+    struct spinner sp = {.stop = &stop};
+    struct actor *spin = actor_new("spin", spinner_fn, &sp, s, 8, NULL);
+    struct actor *stopper = actor_new("stopper", stopper_fn, &stop, s, 8, NULL);
+    uint64_t end_ns = now_ns() + DEADLINE_NS;
+
+    assert_int_equal(actor_send(spin, msg_make(0, 1)), 0);
+    assert_int_equal(sched_start(s), 0);
+    while (actor_processed(spin) < 1000 && now_ns() < end_ns)
+        sleep_ms(1);
+    /* The spinner is busy on the local list now; this send goes through the run queue. */
+    assert_int_equal(actor_send(stopper, msg_make(0, 2)), 0);
+    while (!atomic_load(&stop) && now_ns() < end_ns)
+        sleep_ms(1);
+    if (!atomic_load(&stop))
+        fail_msg("an actor made runnable from another thread did not run in %llu s while "
+                 "a local sender kept its scheduler busy (%llu laps)",
+                 (unsigned long long)(DEADLINE_NS / 1000000000ull),
+                 (unsigned long long)sp.laps);
+    assert_int_equal(sched_stop_and_join(s), 0);
+    assert_int_equal(actor_processed(stopper), 1);
+    actor_free(spin);
+    actor_free(stopper);
+    sched_free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -867,6 +1026,9 @@ int main(void)
         cmocka_unit_test(test_bound_uv_lone_timer_send),
         cmocka_unit_test(test_bound_uv_chain_prepare_only),
         cmocka_unit_test(test_bound_uv_chain_with_check_drain),
+        cmocka_unit_test(test_thread_sched_local_sends),
+        cmocka_unit_test(test_thread_sched_local_half_full),
+        cmocka_unit_test(test_thread_sched_local_cannot_starve_remote),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
