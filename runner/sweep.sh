@@ -41,12 +41,13 @@ sweep_rates_parse() {
     paste -sd, - <<<"$out"
 }
 
-# Per-run overheads of the time estimate, in seconds (measured on the 2-CPU host `vm`,
-# 2026-12-01, under /work/tools/timed; SPEC.md section 14): a runner.sh run beyond its
-# loadgen windows (start-up, host and version facts, server start, sanity, stop, analysis),
-# and a sweep step beyond its window (fresh server, sanity, stop, analysis).
-SWEEP_RUN_OVERHEAD_S=4
-SWEEP_STEP_OVERHEAD_S=2.5
+# Per-run overheads of the time estimate, in seconds, measured on the 2-CPU host `vm` on
+# 2026-12-01 under /work/tools/timed (`./run_all.sh --quick --sweep`, SPEC.md section 14): a
+# runner.sh run beyond its loadgen windows (start-up, host and version facts, server start,
+# sanity, stop, analysis: 24 probes took 12.9 s each for 10 s of windows), and a sweep step
+# beyond its window (fresh server, sanity, stop, analysis: 12 steps of 2+4 s took 89.7 s).
+SWEEP_RUN_OVERHEAD_S=3
+SWEEP_STEP_OVERHEAD_S=1.5
 
 # sweep_estimate_s MODE RUNS REPEATS SUSTAINS EQUAL_RUNS EQUAL_SEC SWEEP_SERVERS STEPS: the
 # estimated wall time of a run_all.sh batch in seconds: RUNS x REPEATS probes, SUSTAINS

@@ -226,6 +226,18 @@ ok "report.sh is re-runnable (the same page again)" bash -c "
     cp '$TMP/A/report.html' '$TMP/first.html' && '$ROOT/runner/report.sh' '$TMP/A' 2>/dev/null &&
     cmp -s '$TMP/first.html' '$TMP/A/report.html'"
 
+# ---- a sweep batch (fixture S): latency and CPU against offered load, knees, every step ----
+cp -r "$FIX/S" "$TMP/S"
+ok "report.sh renders fixture S (a rate sweep)" "$ROOT/runner/report.sh" "$TMP/S"
+check_page "fixture S" "$TMP/S/report.html" "$TMP/S/index.json" throughput ratio sweep-latency-s2 sweep-cpu-s2
+has "S: the knees table gives the knee ratio with its range" "$TMP/S/report.html" \
+    '<span class="fig" data-key="sweep/scenarios/0/knee_ratio">3.000</span> (range <span class="fig" data-key="sweep/scenarios/0/knee_ratio_min">1.500</span>'
+has "S: each server's knee is marked in the latency plot's key" "$TMP/S/report.html" 'actor-mem knee'
+has "S: loadgen-limited steps are greyed rows" "$TMP/S/report.html" '<tr class="lg" title="limited by the load generator'
+is "S: one row per step, 24" "$(grep -c 'data-key="sweep/scenarios/0/servers/[a-z]*/steps/[0-9]*/step"' "$TMP/S/report.html")" 24
+ok "S: no efficiency or handler plot without a sustained window" bash -c \
+    "! grep -Eq 'data-plot=\"(efficiency|handler-vs-client-p99)\"' '$TMP/S/report.html'"
+
 # ---- a degraded batch: one run failed, no equal load for s2, a missing histogram ---------
 mkdir -p "$TMP/D"
 jq '.scenarios[1].equal_load = null | .scenarios[1].actor_result.failure = "died <here>"

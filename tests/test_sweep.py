@@ -240,6 +240,8 @@ class TestKneeRatio(SweepCase):
         s = self.sweep_of(actor_steps=flat(4) + [(5000, {"rps": 4000})],
                           async_steps=flat(8) + [(9000, {"p99": 6.0})])
         self.assertEqual((s["knee_ratio"], s["knee_ratio_kind"]), (0.5, "exact"))
+        # each true knee lies between its step and the break: actor 4000-5000, async 8000-9000
+        self.assertEqual((s["knee_ratio_min"], s["knee_ratio_max"]), (0.444, 0.625))
         self.assertEqual(s["saturation_ratio"], 0.5)
         with open(os.path.join(self.b.dir, "summary.md"), encoding="utf-8") as fh:
             md = fh.read()
@@ -247,22 +249,25 @@ class TestKneeRatio(SweepCase):
         row = next(line for line in md.splitlines() if line.startswith("| s1 | 10,000 req/s |"))
         cells = [c.strip() for c in row.split("|")[1:-1]]
         self.assertEqual(cells[2:6], ["4,000 req/s (40% of its saturation)", "8,000 req/s (40% of its saturation)",
-                                      "0.500", "0.500"])
+                                      "0.500 (range 0.444-0.625)", "0.500"])
 
     def test_a_knee_that_is_a_lower_bound_makes_the_ratio_a_bound(self):
         s = self.sweep_of(actor_steps=flat(6), async_steps=flat(3) + [(4000, {"p99": 6.0})])
         self.assertEqual((s["knee_ratio"], s["knee_ratio_kind"]), (2.0, "at least"))
+        self.assertEqual((s["knee_ratio_min"], s["knee_ratio_max"]), (1.5, None))
         self.assertTrue(s["servers"]["actor"]["knee"]["lower_bound"])
         with open(os.path.join(self.b.dir, "summary.md"), encoding="utf-8") as fh:
-            self.assertIn("| at least 2.000 |", fh.read())
+            self.assertIn("| at least 2.000 (range 1.500-unbounded) |", fh.read())
 
     def test_the_async_knee_a_lower_bound_gives_at_most(self):
         s = self.sweep_of(actor_steps=flat(2) + [(3000, {"p99": 6.0})], async_steps=flat(6))
         self.assertEqual((s["knee_ratio"], s["knee_ratio_kind"]), (0.333, "at most"))
+        self.assertEqual((s["knee_ratio_min"], s["knee_ratio_max"]), (None, 0.5))
 
     def test_both_lower_bounds_give_no_ratio(self):
         s = self.sweep_of(actor_steps=flat(6), async_steps=flat(6))
         self.assertIsNone(s["knee_ratio"])
+        self.assertEqual((s["knee_ratio_min"], s["knee_ratio_max"]), (None, None))
         self.assertIn("both knees are lower bounds", s["knee_ratio_reason"])
 
     def test_a_missing_knee_gives_no_ratio_and_says_why(self):

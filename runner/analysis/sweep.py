@@ -162,22 +162,34 @@ def knee(steps, saturation_rps=None):
 
 
 def knee_ratio(actor_knee, async_knee, actor, asyn):
-    """(ratio, kind, reason): the actor's knee over the async server's. kind is "exact", "at
-    least" (only the actor's knee is a lower bound) or "at most" (only the async one's); the
-    ratio is None when a knee is missing or both are lower bounds."""
+    """{knee_ratio, knee_ratio_kind, knee_ratio_min, knee_ratio_max, knee_ratio_reason}: the
+    actor's knee over the async server's. kind is "exact", "at least" (only the actor's knee is
+    a lower bound) or "at most" (only the async one's); the ratio is None when a knee is
+    missing or both are lower bounds. Each true knee lies between its step and the step that
+    broke the rule, so the true ratio lies in [actor knee / async break, actor break / async
+    knee]: min and max (None where a break is missing: unbounded that way)."""
+    out = {"knee_ratio": None, "knee_ratio_kind": None, "knee_ratio_min": None, "knee_ratio_max": None,
+           "knee_ratio_reason": None}
     a, b = (actor_knee or {}).get("rate_rps"), (async_knee or {}).get("rate_rps")
     if not is_num(a) or not is_num(b) or b <= 0:
         missing = [f"{name}: {(k or {}).get('reason') or 'not swept'}" for name, k, v in
                    ((actor, actor_knee, a), (asyn, async_knee, b)) if not is_num(v)]
-        return None, None, "no knee for " + "; ".join(missing)
+        out["knee_ratio_reason"] = "no knee for " + "; ".join(missing)
+        return out
     la, lb = actor_knee["lower_bound"], async_knee["lower_bound"]
     if la and lb:
-        return None, None, "neither server broke the rule within the sweep: both knees are lower bounds"
+        out["knee_ratio_reason"] = "neither server broke the rule within the sweep: both knees are lower bounds"
+        return out
     kind = "at least" if la else "at most" if lb else "exact"
-    why = {"exact": "both knees found within the sweep",
-           "at least": f"{actor} never broke the rule: its knee is a lower bound",
-           "at most": f"{asyn} never broke the rule: its knee is a lower bound"}[kind]
-    return round(a / b, 3), kind, why
+    a_hi, b_hi = actor_knee.get("broke_at_rps"), async_knee.get("broke_at_rps")
+    out.update({
+        "knee_ratio": round(a / b, 3), "knee_ratio_kind": kind,
+        "knee_ratio_min": round(a / b_hi, 3) if is_num(b_hi) and b_hi > 0 else None,
+        "knee_ratio_max": round(a_hi / b, 3) if is_num(a_hi) else None,
+        "knee_ratio_reason": {"exact": "both knees found within the sweep",
+                              "at least": f"{actor} never broke the rule: its knee is a lower bound",
+                              "at most": f"{asyn} never broke the rule: its knee is a lower bound"}[kind]})
+    return out
 
 
 def section(runs, scenarios):
@@ -220,8 +232,7 @@ def section(runs, scenarios):
                                      "steps_valid": sum(1 for s in steps if _valid(s)), "steps_total": len(steps)}
         ka = (entry["servers"].get("actor") or {}).get("knee")
         kb = (entry["servers"].get("async") or {}).get("knee")
-        ratio, kind, why = knee_ratio(ka, kb, actor, asyn)
-        entry.update({"knee_ratio": ratio, "knee_ratio_kind": kind, "knee_ratio_reason": why})
+        entry.update(knee_ratio(ka, kb, actor, asyn))
         out["scenarios"].append(entry)
     return out
 
@@ -240,7 +251,9 @@ def _knee_text(k, n):
 def _ratio_text(s, n):
     if not is_num(s.get("knee_ratio")):
         return "n/a"
-    return ("" if s["knee_ratio_kind"] == "exact" else s["knee_ratio_kind"] + " ") + n(s["knee_ratio"], 3)
+    lo, hi = s.get("knee_ratio_min"), s.get("knee_ratio_max")
+    rng = f" (range {n(lo, 3) if is_num(lo) else '0'}-{n(hi, 3) if is_num(hi) else 'unbounded'})"
+    return ("" if s["knee_ratio_kind"] == "exact" else s["knee_ratio_kind"] + " ") + n(s["knee_ratio"], 3) + rng
 
 
 def markdown_lines(index):
@@ -264,7 +277,9 @@ def markdown_lines(index):
       f"step was valid (rate held, no errors, not crowded, the load generator on schedule) and its p99 stayed below "
       f"{sw['knee_p99_multiple']:g} x the p99 of the lowest valid step, with no step below it breaking that rule. "
       "The knee ratio actor/async is a second architectural comparison beside the saturation ratio: capacity at a "
-      "latency still close to the unloaded one, rather than closed-loop throughput.")
+      "latency still close to the unloaded one, rather than closed-loop throughput. Each true knee lies between its "
+      "step and the step that broke the rule, so the ratio's range is [actor knee / async break, actor break / async "
+      "knee]; skipped steps (the load generator's or the host's limits) widen it.")
     w("")
     w("| scenario | base (100%) | knee actor | knee async | knee ratio actor/async | saturation ratio (median of probe pairs) | why |")
     w("| --- | ---: | ---: | ---: | ---: | ---: | --- |")
@@ -344,8 +359,12 @@ def report_plots(index, work, svgs):
         plots[f"sweep-latency-{scn}"] = svgs.inline(gnuplot("sweep_latency.gp", dict(
             common, plottitle=safe_label(f"{s['scenario']}: latency against offered load"), ymin=float(ymin)), work),
             f"sweep-latency-{scn}")
+        lg_pct = (index.get("thresholds") or {}).get("loadgen_cpu_pct")
+        lg_cpus = (index.get("config") or {}).get("loadgen_cpu_count")
+        lgbound = float(lg_pct * lg_cpus) if is_num(lg_pct) and is_num(lg_cpus) else 0.0
         plots[f"sweep-cpu-{scn}"] = svgs.inline(gnuplot("sweep_cpu.gp", dict(
-            common, plottitle=safe_label(f"{s['scenario']}: CPU against offered load")), work), f"sweep-cpu-{scn}")
+            common, plottitle=safe_label(f"{s['scenario']}: CPU against offered load"), lgbound=lgbound), work),
+            f"sweep-cpu-{scn}")
     return plots
 
 
@@ -364,7 +383,7 @@ def report_html(index, page, plots):
       f'slower server\'s median saturation, the base), each step a fresh server for {f("sweep/warmup_sec")} s of '
       f'warm-up and {f("sweep/measure_sec")} s measured. Left: corrected latency p50 (dotted), p99 (solid), p99.9 '
       f'(dashed), log scale; each server\'s knee is a dashed vertical line. Right: server CPU (solid) and the load '
-      f'generator\'s CPU (dotted), percent of one CPU. Hollow markers: steps whose figures are not the server\'s '
+      f'generator\'s CPU (dotted; the grey line is where a step counts as loadgen-bound), percent of one CPU. Hollow markers: steps whose figures are not the server\'s '
       f'(limited by the load generator, or other load on the server CPUs). The knee is the highest offered rate at '
       f'which the step was valid and its p99 stayed below {f("sweep/knee_p99_multiple", 0)} x the p99 of the lowest '
       f'valid step, no step below it breaking that rule (SPEC.md section 14).</p>')
@@ -384,6 +403,10 @@ def report_html(index, page, plots):
                          + f(f"{k}/servers/{who}/knee/rate_rps", 0, "req/s") + frac)
         kind = s.get("knee_ratio_kind")
         ratio = (("" if kind == "exact" else esc(kind) + " ") + f(f"{k}/knee_ratio", 3)) if kind else f(f"{k}/knee_ratio", 3)
+        if kind:
+            lo = f(f"{k}/knee_ratio_min", 3) if is_num(s.get("knee_ratio_min")) else "0"
+            hi = f(f"{k}/knee_ratio_max", 3) if is_num(s.get("knee_ratio_max")) else "unbounded"
+            ratio += f" (range {lo}&ndash;{hi})"
         why = "<br>".join(esc(f"{s[who]}: {kn['reason']}") for who in ("actor", "async")
                           for kn in [(s["servers"].get(who) or {}).get("knee")] if kn)
         w(f'<tr><td>{esc(s["scenario"])}</td><td class="n">{f(k + "/base_rps", 0, "req/s")}</td>'
