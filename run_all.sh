@@ -57,7 +57,7 @@ one's median saturation). Writes results/<batch>/summary.md, index.json and repo
                      of the slower server's median saturation; the knee of each server and
                      their ratio in summary.md, latency and CPU against offered load in
                      report.html. With --quick: steps 2+4 s, about 18 minutes for s1-s4 on 2
-                     CPUs (17.2 measured; the estimate is printed at the start)
+                     CPUs (17.9 measured; the estimate is printed at the start)
   --rates=LIST       the sweep's rates in req/s, comma-separated (positive numbers; needs --sweep)
 Environment: TARGET_RATIO ($TARGET_RATIO) SAT_RATIO ($SAT_RATIO) REPEATS EQUAL_LOAD (1; 0 with
   --sweep) EQUAL_WARMUP_SEC EQUAL_MEASURE_SEC SWEEP_RATES (as --rates) SWEEP_WARMUP_SEC

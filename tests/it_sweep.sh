@@ -115,7 +115,8 @@ jqok "index.json: one swept scenario, s1, both servers at the given rates" "$idx
 jqok "index.json: the base is the slower saturation, rounded to whole req/s" "$idx" \
     '(.sweep.scenarios[0].base_rps | . == floor) and ((.sweep.scenarios[0].base_rps - ([.runs[].saturation_rps] | min)) | fabs) <= 0.5
      and .sweep.scenarios[0].rates_given == true'
-jqok "index.json: the knee rule's multiple is 5 (SPEC.md section 14)" "$idx" '.sweep.knee_p99_multiple == 5'
+jqok "index.json: the knee rule's multiple is 5, its low load at most 30% of the base (SPEC.md section 14)" "$idx" \
+    '.sweep.knee_p99_multiple == 5 and .sweep.low_load_max_fraction == 0.3'
 
 # every per-step field, in index.json
 for key in step run path offered_rps fraction_of_base achieved_rps latency_p50_ms latency_p90_ms latency_p99_ms \
@@ -182,9 +183,10 @@ def judge($bound): if .failure != null then "break"
     elif .validity.rate_held == false or .validity.clean == false then "break"
     elif $bound == null or (.latency_p99_ms | type) != "number" then "unknown"
     elif .latency_p99_ms >= $bound then "break" else "ok" end;
-def bound($k): ([.[] | select(valid)] | sort_by(.offered_rps) | first) as $base
-    | if $base == null then null else $k * $base.latency_p99_ms end;
-def spec_knee($k): sort_by(.offered_rps) as $s | ([$s[] | select(valid)] | first) as $base | ($s | bound($k)) as $bound
+def low_base($low): [.[] | select(valid)] | sort_by(.offered_rps) | first
+    | if . != null and (.fraction_of_base | type) == "number" and .fraction_of_base > $low + 1e-9 then null else . end;
+def bound($k; $low): low_base($low) as $base | if $base == null then null else $k * $base.latency_p99_ms end;
+def spec_knee($k; $low): sort_by(.offered_rps) as $s | ($s | low_base($low)) as $base | ($s | bound($k; $low)) as $bound
     | reduce $s[] as $st ({k: null, b: null};
         if .b != null then . else ($st | judge($bound)) as $c
           | if $c == "break" then .b = $st.offered_rps elif $c == "ok" then .k = $st.offered_rps else . end end)
@@ -192,12 +194,13 @@ def spec_knee($k): sort_by(.offered_rps) as $s | ([$s[] | select(valid)] | first
 '
 for who in actor async; do
     jqok "$who: the knee is the one SPEC.md section 14's rule gives on these steps" "$idx" "$KNEE_JQ
-        .sweep.knee_p99_multiple as \$k | .sweep.scenarios[0].servers.$who as \$srv
-        | (\$srv.steps | spec_knee(\$k)) as \$want
+        .sweep.knee_p99_multiple as \$k | .sweep.low_load_max_fraction as \$low | .sweep.scenarios[0].servers.$who as \$srv
+        | (\$srv.steps | spec_knee(\$k; \$low)) as \$want
         | \$srv.knee.rate_rps == \$want.rate_rps and \$srv.knee.broke_at_rps == \$want.broke_at_rps
           and \$srv.knee.lower_bound == \$want.lower_bound and \$srv.knee.base_p99_ms == \$want.base_p99_ms"
     jqok "$who: every step's knee-rule class is the rule's" "$idx" "$KNEE_JQ
-        .sweep.knee_p99_multiple as \$k | .sweep.scenarios[0].servers.$who.steps as \$s | (\$s | bound(\$k)) as \$bound
+        .sweep.knee_p99_multiple as \$k | .sweep.low_load_max_fraction as \$low | .sweep.scenarios[0].servers.$who.steps as \$s
+        | (\$s | bound(\$k; \$low)) as \$bound
         | all(\$s[]; .knee_rule.class == judge(\$bound))"
 done
 jqok "the knee ratio is actor/async, with its kind" "$idx" \

@@ -182,6 +182,20 @@ class TestKnee(SweepCase):
         self.assertEqual(steps[0]["knee_rule"]["class"], "unknown")
         self.assertIn("other load", steps[0]["knee_rule"]["reason"])
 
+    def test_the_low_load_p99_comes_only_from_a_step_at_low_load(self):
+        self.assertEqual(sweep.LOW_LOAD_MAX_FRACTION, 0.3)
+        k, steps = self.knee_of(flat(3, other=40.0) + [(4000, {"p99": 50.0}), (5000, {"p99": 60.0}),
+                                                      (6000, {"rps": 5000})])
+        self.assertIsNone(k["rate_rps"])
+        self.assertIsNone(k["base_p99_ms"])
+        self.assertIn("no valid step at low load", k["reason"])
+        self.assertIn("step 4 at 4,000 req/s", k["reason"])
+        self.assertEqual([st["knee_rule"]["class"] for st in steps], ["unknown"] * 5 + ["break"])
+
+    def test_a_valid_step_at_the_low_load_limit_gives_the_low_load_p99(self):
+        k, _ = self.knee_of(flat(2, other=40.0) + [(3000, {"p99": 2.0}), (4000, {"p99": 9.9}), (5000, {"p99": 10.0})])
+        self.assertEqual((k["base_step"], k["base_p99_ms"], k["rate_rps"], k["broke_at_rps"]), (3, 2.0, 4000, 5000))
+
     def test_a_loadgen_bound_step_is_skipped_not_a_break(self):
         k, steps = self.knee_of(flat(2) + [(3000, {"p99": 50.0, "lg_cpu": 97.0})] + flat(2, start=4000))
         self.assertEqual((k["rate_rps"], k["lower_bound"]), (5000, True))

@@ -16,6 +16,9 @@ DEFAULT_FRACTIONS = tuple(round(0.1 * k, 1) for k in range(1, 13))
 # A step keeps the knee rule while its p99 is below this multiple of the low-load p99 (the
 # p99 of the lowest valid step). SPEC.md section 14 gives the reasons for 5.
 KNEE_P99_MULTIPLE = 5.0
+# The low-load p99 is taken only from a step at most this fraction of the base: a step above
+# it may already queue, and a knee relative to a queued p99 says nothing (SPEC.md section 14).
+LOW_LOAD_MAX_FRACTION = 0.3
 # Flags that say a step's figures are not the server's (the load generator fell behind, other
 # processes crowded the server CPUs, no CPU figure): such a step neither keeps nor breaks the
 # rule. Every other flag (rate not held, errors, a failed run) breaks it.
@@ -80,6 +83,13 @@ def _valid(step):
     return not step.get("failure") and not step.get("flags") and is_num(p99) and p99 > 0
 
 
+def _low_load(step):
+    """True when STEP may give the low-load p99: at most LOW_LOAD_MAX_FRACTION of the base
+    (or the base is not known)."""
+    frac = step.get("fraction_of_base")
+    return not is_num(frac) or frac <= LOW_LOAD_MAX_FRACTION + 1e-9
+
+
 def judge(step, bound_ms):
     """(class, reason) of STEP under the knee rule with the p99 bound BOUND_MS: "ok" (valid and
     p99 < bound), "break" (the server did not keep the rule: failed run, rate not held,
@@ -95,7 +105,7 @@ def judge(step, bound_ms):
         return "break", "; ".join(why.get(f) or f for f in flags)
     p99 = step.get("latency_p99_ms")
     if not is_num(p99) or bound_ms is None:
-        return "unknown", "no p99" if not is_num(p99) else "no valid step to take the low-load p99 from"
+        return "unknown", "no p99" if not is_num(p99) else "no low-load p99 to compare with"
     if p99 >= bound_ms:
         return "break", f"p99 {p99:.3f} ms >= {bound_ms:.3f} ms ({KNEE_P99_MULTIPLE:g} x the low-load p99)"
     return "ok", f"p99 {p99:.3f} ms < {bound_ms:.3f} ms"
@@ -103,7 +113,8 @@ def judge(step, bound_ms):
 
 def knee(steps, saturation_rps=None):
     """The knee of one server's sweep (SPEC.md section 14). STEPS: step docs (annotated in place
-    with p99_vs_base and knee_rule). The low-load p99 is the p99 of the lowest-rate valid step;
+    with p99_vs_base and knee_rule). The low-load p99 is the p99 of the lowest-rate valid step,
+    when that step is at most LOW_LOAD_MAX_FRACTION of the base (otherwise there is no knee);
     walking up the offered rates, the knee is the highest step that keeps the rule (valid, p99
     below KNEE_P99_MULTIPLE x the low-load p99) before the first step that breaks it (rate not
     held, errors, failed, or p99 at or above the bound). Steps whose figures are not the
@@ -115,7 +126,7 @@ def knee(steps, saturation_rps=None):
            "multiple": KNEE_P99_MULTIPLE, "lower_bound": False, "broke_at_rps": None, "broke_at_step": None,
            "broke_reason": None, "skipped_steps": [], "reason": None}
     valid = [s for s in ordered if _valid(s)]
-    base = valid[0] if valid else None
+    base = valid[0] if valid and _low_load(valid[0]) else None
     bound = KNEE_P99_MULTIPLE * base["latency_p99_ms"] if base else None
     if base:
         out.update({"base_p99_ms": base["latency_p99_ms"], "base_rate_rps": base["offered_rps"],
@@ -138,8 +149,12 @@ def knee(steps, saturation_rps=None):
         out.update({"broke_at_rps": broke["offered_rps"], "broke_at_step": broke["step"],
                     "broke_reason": broke["knee_rule"]["reason"]})
     if top is None:
-        if base is None:
+        if not valid:
             out["reason"] = "no valid step: every step was flagged or failed, so there is no low-load p99"
+        elif base is None:
+            out["reason"] = (f"no valid step at low load: the lowest valid one, step {valid[0]['step']} at "
+                             f"{valid[0]['offered_rps']:,.0f} req/s, is above {100 * LOW_LOAD_MAX_FRACTION:g}% of the "
+                             "base, where its p99 may already be queueing; every lower step was flagged or failed")
         else:
             out["reason"] = (f"step {broke['step']} at {broke['offered_rps']:,.0f} req/s broke the rule before any "
                              f"step kept it: {broke['knee_rule']['reason']}")
@@ -204,7 +219,8 @@ def section(runs, scenarios):
         return None
     first = next(iter(by.values()))[0]
     cfg = first.get("config") or {}
-    out = {"knee_p99_multiple": KNEE_P99_MULTIPLE, "default_fractions": list(DEFAULT_FRACTIONS),
+    out = {"knee_p99_multiple": KNEE_P99_MULTIPLE, "low_load_max_fraction": LOW_LOAD_MAX_FRACTION,
+           "default_fractions": list(DEFAULT_FRACTIONS),
            "warmup_sec": cfg.get("warmup_sec"), "measure_sec": cfg.get("measure_sec"), "scenarios": []}
     for sc in SCENARIOS:
         actor, asyn = verdict.pair_of(sc)
