@@ -213,9 +213,13 @@ ok "summary.md has the sweep section with the knees table" bash -c \
 is "summary.md has a row per step" "$(grep -Ec '^\| (actor|async)-mem \| [0-9]+ \|' "$batch/summary.md")" 6
 ok "report.html has the latency and CPU plots against offered load" bash -c \
     "grep -q 'data-plot=\"sweep-latency-s1\"' '$batch/report.html' && grep -q 'data-plot=\"sweep-cpu-s1\"' '$batch/report.html'"
-# (its TAP lines go to a file, so that tests/run.sh counts them once, as this one test)
-ok "report.html passes tests/it_report.sh's page checks (every figure is index.json's, tagged)" \
-    env REPORT_BATCH="$batch" KEEP_RESULTS=0 "$ROOT/tests/it_report.sh" >"$TMP/it_report.tap" 2>&1
+# report_checks: tests/it_report.sh's page checks on this batch; its TAP lines go to a file,
+# so that tests/run.sh counts them once, as the one test below
+# shellcheck disable=SC2317  # invoked through ok
+report_checks() {
+    REPORT_BATCH="$batch" KEEP_RESULTS=0 "$ROOT/tests/it_report.sh" >"$TMP/it_report.tap" 2>&1
+}
+ok "report.html passes tests/it_report.sh's page checks (every figure is index.json's, tagged)" report_checks
 grep -E '^not ok' "$TMP/it_report.tap" | sed 's/^/# it_report.sh: /' || true
 
 # ---- runner.sh --sweep: the probe, then the steps ------------------------------------------
