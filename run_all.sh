@@ -2,9 +2,10 @@
 # run_all.sh: the comparison matrix (actor and async on s1-s3 with the memory store, both on
 # s4 with SQLite) in one batch: per scenario REPEATS saturation probes per server,
 # interleaved actor, async, actor, async, ... (the first of each also sustains SAT_RATIO x its
-# own saturation), then both servers at equal load; then summary.md and index.json with the
-# per-scenario and overall "within 2x" verdicts (runner/summarize.sh; SPEC.md sections 8-9),
-# and report.html (runner/report.sh).
+# own saturation), then both servers at equal load; with --sweep, instead of those sustained
+# windows, both servers at each rate of a sweep (SPEC.md section 14); then summary.md and
+# index.json with the per-scenario and overall "within 2x" verdicts (runner/summarize.sh;
+# SPEC.md sections 8-9), and report.html (runner/report.sh).
 # Runs runner.sh one run at a time; ends only the runner it started, by pid.
 # Exit: 0 all runs completed (any verdict), 1 a run failed, 2 usage, 3 FAIL and
 # 4 INCONCLUSIVE with --fail-on-verdict.
@@ -15,18 +16,21 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 case " $* " in *" -h "*|*" --help "*) ;; *) "$ROOT/scripts/deps.sh" run ;; esac
 # shellcheck source=runner/lib.sh
 . "$ROOT/runner/lib.sh"
+# shellcheck source=runner/sweep.sh
+. "$ROOT/runner/sweep.sh"
 
 TARGET_RATIO="${TARGET_RATIO:-0.5}"     # PASS when actor/async >= this on s1 and s2
 SAT_RATIO="${SAT_RATIO:-0.7}"           # passed through to runner.sh (and used for equal load)
 REPEATS="${REPEATS:-}"                  # probes per server and scenario (full 3, quick 3, smoke 2)
-EQUAL_LOAD="${EQUAL_LOAD:-1}"           # 0: skip the equal-load re-runs
+EQUAL_LOAD="${EQUAL_LOAD:-}"            # 0: skip the equal-load re-runs (default 1; 0 with --sweep)
+RATES_ENV="${SWEEP_RATES:-}"            # SWEEP_RATES: as --rates=
 EQUAL_WARMUP_SEC="${EQUAL_WARMUP_SEC:-}"    # equal-load warm-up (full 10, quick 5, smoke 1)
 EQUAL_MEASURE_SEC="${EQUAL_MEASURE_SEC:-}"  # equal-load measured window (full 30, quick 10, smoke 1)
 RESULTS_DIR="${RESULTS_DIR:-$ROOT/results}"
 BATCH="${BATCH:-}"
 
 # Only this script sets these per run; inherited values would change every run.
-unset TARGET_RPS RUN_SUFFIX PROBE_ONLY REPEAT
+unset TARGET_RPS RUN_SUFFIX PROBE_ONLY REPEAT SUSTAIN SWEEP SWEEP_BASE_RPS SWEEP_RATES
 
 ALL_SERVERS="actor-mem async-mem actor-sqlite async-sqlite"
 ALL_SCENARIOS="s1 s2 s3 s4"
@@ -34,7 +38,7 @@ ALL_SCENARIOS="s1 s2 s3 s4"
 usage() {
     cat <<USAGE
 usage: ./run_all.sh [--help] [--quick] [--smoke] [--scenarios=s1,s2] [--servers=...]
-                    [--repeats=N] [--batch=ID] [--fail-on-verdict]
+                    [--repeats=N] [--batch=ID] [--fail-on-verdict] [--sweep [--rates=R1,R2,...]]
 Runs the matrix (actor-mem, async-mem on s1 s2 s3; actor-sqlite, async-sqlite on s4) into
 results/<batch>/: per scenario N closed-loop probes per server, interleaved (actor, async,
 actor, async, ...), each on a fresh server; the first run of each server also sustains
@@ -49,8 +53,17 @@ one's median saturation). Writes results/<batch>/summary.md, index.json and repo
   --repeats=N        probes per server and scenario (default 3; smoke 2)
   --batch=ID         batch id (default: UTC timestamp)
   --fail-on-verdict  exit 3 when the overall verdict is FAIL, 4 when it is INCONCLUSIVE
-Environment: TARGET_RATIO ($TARGET_RATIO) SAT_RATIO ($SAT_RATIO) REPEATS EQUAL_LOAD (1)
-  EQUAL_WARMUP_SEC EQUAL_MEASURE_SEC RESULTS_DIR, and everything runner.sh reads
+  --sweep            latency under load (SPEC.md section 14): after the probes of a scenario
+                     (no sustain after them, no equal load unless EQUAL_LOAD=1), both servers
+                     at the same constant rates, each step a fresh server: 10%, 20%, ... 120%
+                     of the slower server's median saturation; the knee of each server and
+                     their ratio in summary.md, latency and CPU against offered load in
+                     report.html. With --quick: steps 2+4 s, about 18 minutes for s1-s4 on 2
+                     CPUs (17.9 measured; the estimate is printed at the start)
+  --rates=LIST       the sweep's rates in req/s, comma-separated (positive numbers; needs --sweep)
+Environment: TARGET_RATIO ($TARGET_RATIO) SAT_RATIO ($SAT_RATIO) REPEATS EQUAL_LOAD (1; 0 with
+  --sweep) EQUAL_WARMUP_SEC EQUAL_MEASURE_SEC SWEEP_RATES (as --rates) SWEEP_WARMUP_SEC
+  SWEEP_MEASURE_SEC (sweep step, full 5+20 s) RESULTS_DIR, and everything runner.sh reads
   (WARMUP_SEC MEASURE_SEC PROBE_SEC SERVER_CPUS LOADGEN_CPUS WRK_CONNS WRK_THREADS BEARER
   ACTOR_WORKERS GROUP_COMMIT LOADGEN_TICK ...).
 Exit status: 0 all runs completed (whatever the verdict), 1 a run failed, 2 usage,
@@ -64,7 +77,7 @@ usage_error() {
     exit 2
 }
 
-mode=full mode_flag=() fail_on_verdict=0 opt_repeats=""
+mode=full mode_flag=() fail_on_verdict=0 opt_repeats="" sweep=0 have_rates=0 opt_rates=""
 scenarios=$ALL_SCENARIOS servers=$ALL_SERVERS
 for arg in "$@"; do
     case "$arg" in
@@ -76,6 +89,8 @@ for arg in "$@"; do
         --repeats=*) opt_repeats=${arg#*=} ;;
         --batch=*) BATCH=${arg#*=} ;;
         --fail-on-verdict) fail_on_verdict=1 ;;
+        --sweep) sweep=1 ;;
+        --rates=*) opt_rates=${arg#*=} have_rates=1 ;;
         *) usage_error "unknown argument '$arg'" ;;
     esac
 done
@@ -100,7 +115,23 @@ if [[ ! "$repeats" =~ ^[0-9]+$ ]] || (( 10#$repeats < 1 || 10#$repeats > 20 )); 
     usage_error "repeats must be a whole number in 1..20, got '$repeats'"
 fi
 repeats=$((10#$repeats))
+if [[ -z "$EQUAL_LOAD" ]]; then EQUAL_LOAD=$(( sweep ? 0 : 1 )); fi
 [[ "$EQUAL_LOAD" == 0 || "$EQUAL_LOAD" == 1 ]] || usage_error "EQUAL_LOAD must be 0 or 1, got '$EQUAL_LOAD'"
+rates=""
+if (( have_rates )) || [[ -n "$RATES_ENV" ]]; then
+    (( sweep )) || usage_error "--rates needs --sweep"
+    (( have_rates )) || opt_rates=$RATES_ENV
+    rates=$(sweep_rates_parse "$opt_rates") || usage_error "--rates: $rates"
+fi
+read -r _w _m _p _pw _c sweep_warm sweep_meas < <(mode_durations "$mode")
+sweep_warm=${SWEEP_WARMUP_SEC:-$sweep_warm}
+sweep_meas=${SWEEP_MEASURE_SEC:-$sweep_meas}
+if (( sweep )); then
+    [[ "$sweep_warm" =~ ^[0-9]+$ ]] || usage_error "SWEEP_WARMUP_SEC must be whole seconds, got '$sweep_warm'"
+    if [[ ! "$sweep_meas" =~ ^[0-9]+$ ]] || (( 10#$sweep_meas == 0 )); then
+        usage_error "SWEEP_MEASURE_SEC must be whole seconds > 0, got '$sweep_meas'"
+    fi
+fi
 
 # The matrix, in order: per scenario the actor server then the async one.
 pairs=()   # "scenario actor async" for scenarios where both servers are selected
@@ -123,9 +154,12 @@ started=$(now_iso)
 # matrix.json: what was planned, so that a run that never wrote a result is still listed.
 printf '%s\n' "${runs[@]}" | jq -R -s --arg batch "$BATCH" --arg mode "$mode" --arg started "$started" \
     --argjson target "$TARGET_RATIO" --argjson sat "$SAT_RATIO" --argjson eq "$EQUAL_LOAD" \
-    --argjson eqw "$eq_warm" --argjson eqm "$eq_meas" --argjson repeats "$repeats" '
+    --argjson eqw "$eq_warm" --argjson eqm "$eq_meas" --argjson repeats "$repeats" \
+    --argjson sweep "$sweep" --arg rates "$rates" --argjson sw "$((10#$sweep_warm))" --argjson sm "$((10#$sweep_meas))" '
     {batch: $batch, mode: $mode, started: $started, target_ratio: $target, sat_ratio: $sat,
      repeats: $repeats, equal_load: ($eq == 1), equal_load_warmup_sec: $eqw, equal_load_measure_sec: $eqm,
+     sweep: (if $sweep == 1 then {rates_rps: (if $rates == "" then null else ($rates | split(",") | map(tonumber)) end),
+             warmup_sec: $sw, measure_sec: $sm} else null end),
      runs: [split("\n")[] | select(. != "") | split(" ") | {server: .[0], scenario: .[1]}]}' \
     >"$batch_dir/matrix.json"
 
@@ -168,7 +202,16 @@ run_one() {
 n_eq=0
 (( EQUAL_LOAD == 0 )) || n_eq=$(( 2 * ${#pairs[@]} ))
 n_total=$(( ${#runs[@]} * repeats + n_eq ))
-log_info "batch $BATCH ($mode): ${#runs[@]} servers x scenarios, $repeats probe(s) each, interleaved, + $n_eq equal-load runs = $n_total runs -> $batch_dir"
+n_steps=0
+if (( sweep )); then
+    # the default steps: as many as runner/analysis/sweep.py's fractions (a large base keeps them apart)
+    if [[ -n "$rates" ]]; then n_steps=$(tr ',' '\n' <<<"$rates" | wc -l); else n_steps=$(analysis sweep-rates 1000000 | tr ',' '\n' | wc -l); fi
+fi
+log_info "batch $BATCH ($mode): ${#runs[@]} servers x scenarios, $repeats probe(s) each, interleaved, + $n_eq equal-load runs = $n_total runs$( (( sweep )) && echo ", + ${#runs[@]} sweeps of $n_steps steps") -> $batch_dir"
+if (( sweep )); then
+    est=$(sweep_estimate_s "$mode" "${#runs[@]}" "$repeats" 0 "$n_eq" "$((eq_warm + eq_meas))" "${#runs[@]}" "$n_steps")
+    log_info "estimate: about $(( (est + 59) / 60 )) min ($est s: probes, sweep steps of ${sweep_warm}+${sweep_meas} s with ${SWEEP_STEP_OVERHEAD_S} s each for a fresh server, and ${SWEEP_RUN_OVERHEAD_S} s per run)"
+fi
 [[ "$mode" != smoke ]] || log_info "smoke run: checks the pipeline, too short to mean anything"
 failed=0
 for sc in $ALL_SCENARIOS; do
@@ -178,7 +221,7 @@ for sc in $ALL_SCENARIOS; do
             read -r sv rsc <<<"$run"
             [[ "$rsc" == "$sc" ]] || continue
             if (( r == 1 )); then
-                run_one "$sv" "$sc" "" REPEAT=1 || failed=1
+                run_one "$sv" "$sc" "" REPEAT=1 SUSTAIN=$(( sweep ? 0 : 1 )) || failed=1
             else
                 run_one "$sv" "$sc" "-probe$r" PROBE_ONLY=1 REPEAT="$r" RUN_SUFFIX="-probe$r" || failed=1
             fi
@@ -198,6 +241,31 @@ for sc in $ALL_SCENARIOS; do
             run_one "$sv" "$sc" -equal TARGET_RPS="$rate" RUN_SUFFIX=-equal \
                 WARMUP_SEC="$eq_warm" MEASURE_SEC="$eq_meas" || failed=1
         done
+    done
+    # The sweep: both servers at the same constant rates, after the probes (SPEC.md section 14).
+    (( sweep )) || continue
+    sv_list=()
+    for run in "${runs[@]}"; do
+        read -r sv rsc <<<"$run"
+        [[ "$rsc" != "$sc" ]] || sv_list+=("$sv")
+    done
+    (( ${#sv_list[@]} > 0 )) || continue
+    if ! base=$(analysis sweep-base "$batch_dir" "$sc" 2>"$batch_dir/.equal-rate.err"); then
+        log_info "sweep $sc: skipped ($(cat "$batch_dir/.equal-rate.err"))"
+        failed=1
+        continue
+    fi
+    sc_rates=$rates
+    [[ -n "$sc_rates" ]] || sc_rates=$(analysis sweep-rates "$base")
+    log_info "sweep $sc: ${sv_list[*]} at $sc_rates req/s (base: the slower median saturation, $base req/s)"
+    for sv in "${sv_list[@]}"; do
+        rc=0 t0=$(clock_s)
+        env SWEEP_BASE_RPS="$base" "$ROOT/runner.sh" "$sv" "$sc" "${mode_flag[@]}" "--batch=$BATCH" --sweep "--rates=$sc_rates" &
+        RUNNER_PID=$!
+        wait "$RUNNER_PID" || rc=$?
+        RUNNER_PID=""
+        (( rc == 0 )) || failed=1
+        log_info "sweep $sc: $sv done$( (( rc == 0 )) || echo " with a failed step (exit $rc)") ($(calc "$(clock_s) - $t0") s)"
     done
 done
 rm -f "$batch_dir/.equal-rate.err"

@@ -2,8 +2,9 @@
 # runner.sh: one server x one scenario. Builds if needed, starts the server pinned to its
 # CPUs with a fresh store, sanity-checks the routes, probes saturation closed-loop, then
 # sustains SAT_RATIO x saturation at a constant rate (or, for run_all.sh, only probes, or only
-# sustains a given rate) and records latency, CPU, RSS and the handler p99 into
-# results/<batch>/<run>/result.json (see SPEC.md). This script collects raw facts
+# sustains a given rate; or, with --sweep, drives a fresh server at each rate of a sweep) and
+# records latency, CPU, RSS and the handler p99 into results/<batch>/<run>/result.json (see
+# SPEC.md). This script collects raw facts
 # (facts.json, the load generator's JSON, /metrics scrapes, /proc samples); the analysis
 # package (runner/analysis) turns them into result.json and judges validity.
 # Ends only the processes it started, by pid. Exit: 0 ok, 1 run failed, 2 usage.
@@ -20,6 +21,8 @@ case " $* " in *" -h "*|*" --help "*) ;; *) "$ROOT/scripts/deps.sh" run ;; esac
 . "$ROOT/runner/host.sh"
 # shellcheck source=runner/sanity.sh
 . "$ROOT/runner/sanity.sh"
+# shellcheck source=runner/sweep.sh
+. "$ROOT/runner/sweep.sh"
 
 # Settings: environment variables mirror the options; an option beats the environment,
 # the environment beats --quick/--smoke, which beat the defaults shown.
@@ -45,11 +48,18 @@ TARGET_RPS="${TARGET_RPS:-}"              # set: skip the probe, sustain this ra
 PROBE_ONLY="${PROBE_ONLY:-0}"             # 1: probe only, no sustain (run_all's repeats)
 REPEAT="${REPEAT:-}"                      # the probe repeat this run is (recorded; run_all sets it)
 RUN_SUFFIX="${RUN_SUFFIX:-}"              # appended to the run folder name ("-equal", "-probe2")
+SUSTAIN="${SUSTAIN:-1}"                   # 0: probe without the sustain, kind saturation (run_all --sweep)
+SWEEP="${SWEEP:-0}"                       # 1: as --sweep
+SWEEP_RATES="${SWEEP_RATES:-}"            # as --rates=
+SWEEP_BASE_RPS="${SWEEP_BASE_RPS:-}"      # set: no probe, the sweep's 100% (run_all: the slower median)
+ENV_SWEEP_WARMUP_SEC="${SWEEP_WARMUP_SEC:-}"    # sweep step warm-up, discarded (5)
+ENV_SWEEP_MEASURE_SEC="${SWEEP_MEASURE_SEC:-}"  # sweep step measured window (20)
 RESULTS_DIR="${RESULTS_DIR:-$ROOT/results}"
 MIX_DIR="${MIX_DIR:-$ROOT/loadgen-scripts}"  # scenario mix files
 BUILD="${BUILD:-build}"                   # binaries: $BUILD/{async,actor}-server, $BUILD/loadgen
 RUNNER_BUILD="${RUNNER_BUILD:-1}"         # 0: never run make, require the binaries
 PORT="${PORT:-}"                          # default: a free loopback port
+PORT_GIVEN=$PORT
 BATCH="${BATCH:-}"
 
 SERVERS="actor-mem async-mem actor-sqlite async-sqlite"
@@ -59,14 +69,20 @@ usage() {
     cat <<USAGE
 usage: ./runner.sh [--help] <server> <scenario> [--quick] [--smoke] [--measure-sec=N]
                    [--warmup-sec=N] [--probe-sec=N] [--wrk-conns=N] [--wrk-threads=N]
-                   [--batch=ID] [--probe-only]
+                   [--batch=ID] [--probe-only] [--sweep [--rates=R1,R2,...]]
   server:   $SERVERS
   scenario: s1 (GET /ping), s2 (GET /users/:id, bearer), s3 (mixed, memory store),
             s4 (mixed, sqlite store)
-  --quick       10 s warm-up, 15 s measure, 8 s probe (+2 s probe warm-up)
-  --smoke       a few seconds in all, for tests: probe 1+2 s, sustain 1+2 s, 32 connections
+  --quick       10 s warm-up, 15 s measure, 8 s probe (+2 s probe warm-up), sweep steps 2+4 s
+  --smoke       a few seconds in all, for tests: probe 1+2 s, sustain 1+2 s, sweep steps 1+1 s,
+                32 connections
   --batch       results go to results/<batch>/<server>-<scenario>/ (default: UTC timestamp)
   --probe-only  only the saturation probe (no sustained window)
+  --sweep       after the probe (no sustain), one step per rate of the sweep, each a fresh
+                server at that constant rate for SWEEP_WARMUP_SEC + SWEEP_MEASURE_SEC, in
+                results/<batch>/<server>-<scenario>-sweep-NN/ (SPEC.md section 14); the rates
+                are 10%, 20%, ... 120% of the probe's saturation unless given
+  --rates=LIST  the sweep's rates in req/s, comma-separated (positive numbers; needs --sweep)
 Environment (an option beats it; it beats --quick/--smoke):
   WARMUP_SEC (30) MEASURE_SEC (60) PROBE_SEC (30) PROBE_WARMUP_SEC (5) WRK_CONNS (256)
   WRK_THREADS (CPUs in LOADGEN_CPUS) SERVER_CPUS / LOADGEN_CPUS (the affinity mask split in
@@ -75,11 +91,13 @@ Environment (an option beats it; it beats --quick/--smoke):
   STOP_TIMEOUT_SEC (5) RESULTS_DIR MIX_DIR BUILD (build) RUNNER_BUILD (1) PORT
   TARGET_RPS (skip the probe and sustain this rate: run_all's equal-load runs)
   PROBE_ONLY (1: as --probe-only) REPEAT (the probe repeat number to record)
-  RUN_SUFFIX (appended to the run folder name)
+  RUN_SUFFIX (appended to the run folder name) SUSTAIN (0: no sustain after the probe)
+  SWEEP (1: as --sweep) SWEEP_RATES (as --rates) SWEEP_BASE_RPS (skip the probe; the 100% of
+  the default rates: run_all's slower median saturation) SWEEP_WARMUP_SEC (5) SWEEP_MEASURE_SEC (20)
 Writes facts.json (raw), result.json (SPEC.md section 7), histogram.txt, loadgen.json,
 probe.json, server.log and runner.log. Progress: one line per phase on stderr.
 Exit status: 0 run completed (whatever its validity flags), 1 run failed (result.json
-says why), 2 usage.
+says why; with --sweep: a step failed, the other steps still ran), 2 usage.
 USAGE
 }
 
@@ -104,6 +122,7 @@ pick() {
 # connections, threads and CPUs; exits 2 on any usage error, before anything is created.
 parse_args() {
     local opt_warmup="" opt_measure="" opt_probe="" opt_conns="" opt_threads="" arg
+    local opt_rates="" have_rates=0 base_checked
     local positional=()
     mode=full
     for arg in "$@"; do
@@ -118,6 +137,8 @@ parse_args() {
             --wrk-threads=*) opt_threads=${arg#*=} ;;
             --batch=*) BATCH=${arg#*=} ;;
             --probe-only) PROBE_ONLY=1 ;;
+            --sweep) SWEEP=1 ;;
+            --rates=*) opt_rates=${arg#*=} have_rates=1 ;;
             -*) usage_error "unknown option '$arg'" ;;
             *) positional+=("$arg") ;;
         esac
@@ -144,24 +165,25 @@ parse_args() {
         usage_error "scenario s4 uses the sqlite store: run it on actor-sqlite or async-sqlite"
     fi
 
-    local p_warm p_meas p_probe p_pwarm p_conns
-    case "$mode" in
-        full) p_warm=30 p_meas=60 p_probe=30 p_pwarm=5 p_conns=256 ;;
-        quick) p_warm=10 p_meas=15 p_probe=8 p_pwarm=2 p_conns=256 ;;
-        smoke) p_warm=1 p_meas=2 p_probe=2 p_pwarm=1 p_conns=32 ;;
-    esac
+    local p_warm p_meas p_probe p_pwarm p_conns p_swarm p_smeas
+    read -r p_warm p_meas p_probe p_pwarm p_conns p_swarm p_smeas < <(mode_durations "$mode")
     warmup_sec=$(pick "$opt_warmup" "$ENV_WARMUP_SEC" "$p_warm")
     measure_sec=$(pick "$opt_measure" "$ENV_MEASURE_SEC" "$p_meas")
     probe_sec=$(pick "$opt_probe" "$ENV_PROBE_SEC" "$p_probe")
     probe_warmup_sec=$(pick "$ENV_PROBE_WARMUP_SEC" "$p_pwarm")
     wrk_conns=$(pick "$opt_conns" "$ENV_WRK_CONNS" "$p_conns")
+    sweep_warmup_sec=$(pick "$ENV_SWEEP_WARMUP_SEC" "$p_swarm")
+    sweep_measure_sec=$(pick "$ENV_SWEEP_MEASURE_SEC" "$p_smeas")
 
     is_uint "$warmup_sec" || usage_error "warm-up must be whole seconds, got '$warmup_sec'"
     is_pos_int "$measure_sec" || usage_error "measure must be whole seconds > 0, got '$measure_sec'"
     is_pos_int "$probe_sec" || usage_error "probe must be whole seconds > 0, got '$probe_sec'"
     is_uint "$probe_warmup_sec" || usage_error "PROBE_WARMUP_SEC must be whole seconds, got '$probe_warmup_sec'"
     is_pos_int "$wrk_conns" || usage_error "connections must be > 0, got '$wrk_conns'"
+    is_uint "$sweep_warmup_sec" || usage_error "SWEEP_WARMUP_SEC must be whole seconds, got '$sweep_warmup_sec'"
+    is_pos_int "$sweep_measure_sec" || usage_error "SWEEP_MEASURE_SEC must be whole seconds > 0, got '$sweep_measure_sec'"
     warmup_sec=$((10#$warmup_sec)) measure_sec=$((10#$measure_sec)) probe_sec=$((10#$probe_sec))
+    sweep_warmup_sec=$((10#$sweep_warmup_sec)) sweep_measure_sec=$((10#$sweep_measure_sec))
     probe_warmup_sec=$((10#$probe_warmup_sec)) wrk_conns=$((10#$wrk_conns))
     if [[ ! "$SAT_RATIO" =~ ^(0?\.[0-9]+|1(\.0*)?)$ ]] || ! awk -v r="$SAT_RATIO" 'BEGIN { exit !(r > 0 && r <= 1) }'; then
         usage_error "SAT_RATIO must be in (0, 1], got '$SAT_RATIO'"
@@ -179,6 +201,27 @@ parse_args() {
         usage_error "--probe-only and TARGET_RPS exclude each other (a probe-only run has no sustained rate)"
     fi
     if [[ -n "$REPEAT" ]]; then is_pos_int "$REPEAT" || usage_error "REPEAT must be a whole number > 0, got '$REPEAT'"; fi
+    [[ "$SUSTAIN" == 0 || "$SUSTAIN" == 1 ]] || usage_error "SUSTAIN must be 0 or 1, got '$SUSTAIN'"
+    if [[ "$SUSTAIN" == 0 && -n "$TARGET_RPS" ]]; then
+        usage_error "SUSTAIN=0 and TARGET_RPS exclude each other (an equal-load run is its sustain)"
+    fi
+    [[ "$SWEEP" == 0 || "$SWEEP" == 1 ]] || usage_error "SWEEP must be 0 or 1, got '$SWEEP'"
+    sweep_rates=""
+    if (( have_rates )) || [[ -n "$SWEEP_RATES" ]]; then
+        [[ "$SWEEP" == 1 ]] || usage_error "--rates needs --sweep"
+        (( have_rates )) || opt_rates=$SWEEP_RATES
+        sweep_rates=$(sweep_rates_parse "$opt_rates") || usage_error "--rates: $sweep_rates"
+    fi
+    if [[ "$SWEEP" == 1 ]]; then
+        [[ "$PROBE_ONLY" == 0 ]] || usage_error "--sweep and --probe-only exclude each other"
+        [[ -z "$TARGET_RPS" ]] || usage_error "--sweep and TARGET_RPS exclude each other (the sweep sets its rates)"
+    fi
+    if [[ -n "$SWEEP_BASE_RPS" ]]; then
+        [[ "$SWEEP" == 1 ]] || usage_error "SWEEP_BASE_RPS needs --sweep"
+        [[ "$SWEEP_BASE_RPS" != *,* ]] || usage_error "SWEEP_BASE_RPS is one rate, got '$SWEEP_BASE_RPS'"
+        base_checked=$(sweep_rates_parse "$SWEEP_BASE_RPS") || usage_error "SWEEP_BASE_RPS: $base_checked"
+        SWEEP_BASE_RPS=$base_checked
+    fi
     if [[ -n "$ACTOR_WORKERS" ]]; then
         is_uint "$ACTOR_WORKERS" || usage_error "ACTOR_WORKERS must be a whole number, got '$ACTOR_WORKERS'"
     fi
@@ -306,13 +349,14 @@ setup_run() {
          seed_users: $seed, request_timeout_sec: $timeout, access_log: $access_log, port: null}')
     jq -n --arg server "$server" --arg scenario "$scenario" --arg kind "$kind" --arg batch "$BATCH" \
         --arg run "$run_name" --arg start "$(now_iso)" --arg repeat "$REPEAT" --argjson config "$config_json" \
-        --argjson host "$(host_json)" --argjson versions "$(versions_json "$ROOT")" \
+        --argjson host "${HOST_JSON:-$(host_json)}" --argjson versions "${VERSIONS_JSON:-$(versions_json "$ROOT")}" \
         --argjson tck "$(proc_clk_tck)" '
         {server: $server, scenario: $scenario, kind: $kind, batch: $batch, run: $run,
          repeat: (if $repeat == "" then (if $kind == "saturation" then 1 else null end) else ($repeat | tonumber) end),
          config: $config, host: $host, versions: $versions, clk_tck: $tck,
          timestamps: {start: $start, end: null}, phases: {}, stop: {}, failure: null}' >"$FACTS"
-    build_result
+    # (a sweep step's result.json is first written after its window: 96 steps x 0.5 s of python)
+    [[ "$kind" == sweep ]] || build_result
     log_info "$server $scenario ($mode, $kind): server CPUs $SERVER_CPUS, loadgen CPUs $LOADGEN_CPUS x $wrk_threads threads, $wrk_conns connections -> $run_dir"
     [[ "$cpus_disjoint" == true ]] || log_info "warning: server and loadgen CPUs overlap ($SERVER_CPUS / $LOADGEN_CPUS): results are not fair"
 }
@@ -391,7 +435,8 @@ phase_sanity() {
 # LOADGEN_CPUS; at the end of its warm-up a background job samples the server's CPU and
 # /proc/stat of the server CPUs (and scrapes /metrics to SCRAPE_PREFIX-before.prom when
 # given); right after it exits they are sampled again (and /metrics scraped to
-# SCRAPE_PREFIX-after.prom). Records the phase's raw facts in facts.json (.phases.PHASE).
+# SCRAPE_PREFIX-after.prom). Records the phase's raw facts in facts.json (.phases.PHASE);
+# the caller's progress line (`analysis line`) then writes result.json.
 run_load() {
     local phase=$1 rate=$2 warm=$3 dur=$4 json=$5 hgrm=$6 scrape=${7:-} rc=0 t0 cpu0 cpu1 st0 st1
     local edge="$run_dir/.$phase.edge" extra=()
@@ -441,7 +486,7 @@ run_load() {
          cpustat: [($s0 | nums), ($s1 | nums)], wall_s: $wall,
          target_rps: (if $rate > 0 then $rate else null end),
          scrapes: (if $scrape == "" then null else ["\($scrape)-before.prom", "\($scrape)-after.prom"] end)}')"
-    build_result
+    # result.json is rewritten by the phase's progress line (`analysis line` writes it)
 }
 
 # ---- phase: probe ---------------------------------------------------------------------------
@@ -487,8 +532,99 @@ phase_stop() {
     log_info "stop: exited 0 in $stop_s s after SIGTERM, peak RSS $(awk -v k="$hwm_kb" 'BEGIN { printf "%.1f", k / 1024 }') MB"
 }
 
+# ---- phase: sweep ---------------------------------------------------------------------------
+# phase_sweep BASE_RPS: the rate sweep (SPEC.md section 14): one step per rate (--rates, or
+# 10%, 20%, ... 120% of BASE_RPS), ascending, each a run of its own (sweep_step) on a fresh
+# server, in a subshell so that a failed step ends only itself. The port is picked once and
+# reused (a new one after a failed step); host and version facts are read once. Returns 1
+# when a step failed, after running every step.
+STEP_PID=""
+phase_sweep() {
+    local base=$1 rates rate n i=0 failed=0
+    local -a list
+    LOG_TAG="runner $server-$scenario sweep"
+    if [[ -n "$sweep_rates" ]]; then
+        rates=$sweep_rates
+    elif ! rates=$(analysis sweep-rates "$base"); then
+        log_info "sweep: FAILED: no rates from the base '$base' req/s"
+        return 1
+    fi
+    IFS=, read -r -a list <<<"$rates"
+    n=${#list[@]}
+    log_info "sweep: $n steps at $rates req/s (base $base req/s), each on a fresh server: ${sweep_warmup_sec} s warm-up + ${sweep_measure_sec} s measured"
+    # the runner's own work (curl, jq, python) stays off the server CPUs, as in phase_build
+    taskset -pc "$LOADGEN_CPUS" $$ >/dev/null 2>&1 || log_info "warning: could not pin the runner to $LOADGEN_CPUS"
+    local own_port=$PORT
+    HOST_JSON=$(host_json) VERSIONS_JSON=$(versions_json "$ROOT")
+    trap sweep_stop EXIT
+    trap 'log_info "sweep: interrupted by a signal"; exit 1' INT TERM
+    for rate in "${list[@]}"; do
+        i=$((i + 1))
+        if [[ -z "$PORT" ]]; then
+            PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])') || PORT=""
+        fi
+        ( sweep_step "$i" "$n" "$rate" "$base" ) &
+        STEP_PID=$!
+        if ! wait "$STEP_PID"; then
+            failed=$((failed + 1))
+            PORT=$own_port
+        fi
+        STEP_PID=""
+        RUNNER_BUILD=0   # the first step built (or checked) the binaries
+    done
+    trap - INT TERM
+    log_info "sweep: done, $((n - failed)) of $n steps completed -> $RESULTS_DIR/$BATCH/$server-$scenario-sweep-*"
+    (( failed == 0 ))
+}
+
+# sweep_stop: the EXIT trap of phase_sweep: ends the running step (whose own trap stops its
+# server and records the failure), by pid.
+sweep_stop() {
+    if [[ -n "$STEP_PID" ]] && kill -0 "$STEP_PID" 2>/dev/null; then
+        kill -TERM "$STEP_PID" 2>/dev/null || true
+        wait "$STEP_PID" 2>/dev/null || true
+    fi
+}
+
+# sweep_step I N RATE BASE_RPS: step I of N (run in a subshell): results/<batch>/<server>-
+# <scenario>-sweep-II/, kind sweep, facts .sweep{step, steps, offered_rps, base_rps,
+# fraction_of_base, rates_given}; a fresh server (and database), the sanity check, RATE req/s
+# for the sweep step's warm-up and window, stop. Exits 1 through fail on any failure.
+sweep_step() {
+    local i=$1 n=$2 rate=$3 base=$4
+    kind=sweep REPEAT="" RUN_SUFFIX="-sweep-$(printf '%02d' "$i")"
+    warmup_sec=$sweep_warmup_sec measure_sec=$sweep_measure_sec
+    setup_run
+    fact .sweep "$(jq -n --argjson i "$i" --argjson n "$n" --argjson rate "$rate" --argjson base "$base" \
+        --argjson given "$([[ -n "$sweep_rates" ]] && echo true || echo false)" '
+        {step: $i, steps: $n, offered_rps: $rate, base_rps: $base,
+         fraction_of_base: (if $base > 0 then ($rate / $base * 10000 | round / 10000) else null end),
+         rates_given: $given}')"
+    LAST_ERR=""
+    trap 'LAST_ERR="line $LINENO: $BASH_COMMAND"' ERR
+    trap cleanup EXIT
+    trap 'fail "interrupted by a signal"' INT TERM
+    phase_build
+    phase_start
+    phase_sanity
+    log_info "step $i/$n: constant $rate req/s ($(fmt_num "$(calc "100 * $rate / $base")" 1)% of $base req/s), ${warmup_sec} s warm-up (discarded) + ${measure_sec} s measured ..."
+    run_load sustain "$rate" "$warmup_sec" "$measure_sec" "$run_dir/loadgen.json" "$run_dir/histogram.txt" "$run_dir/metrics"
+    phase_stop
+    fact_str .timestamps.end "$(now_iso)"
+    # one Python call writes the complete result.json and prints the step's line (0.5 s a call)
+    local line
+    line=$(analysis line "$run_dir" sustain 2>>"$LOG_FILE") || fail "building result.json failed (see runner.log)"
+    log_info "step $i/$n: $line"
+    trap - INT TERM
+}
+
 main() {
     parse_args "$@"
+    if [[ "$SWEEP" == 1 && -n "$SWEEP_BASE_RPS" ]]; then
+        # run_all.sh --sweep: the probes are done; only the steps
+        phase_sweep "$SWEEP_BASE_RPS"
+        return
+    fi
     setup_run
     LAST_ERR=""
     trap 'LAST_ERR="line $LINENO: $BASH_COMMAND"' ERR
@@ -502,12 +638,18 @@ main() {
         phase_probe
         target=$(jq --argjson k "$SAT_RATIO" '.saturation_rps * $k | round | if . < 1 then 1 else . end' "$run_dir/result.json")
     fi
-    [[ "$PROBE_ONLY" == 1 ]] || phase_sustain "$target"
+    if [[ "$PROBE_ONLY" == 0 && "$SUSTAIN" == 1 && "$SWEEP" == 0 ]]; then phase_sustain "$target"; fi
     phase_stop
     fact_str .timestamps.end "$(now_iso)"
     build_result
     trap - INT TERM
     log_info "done: $run_dir/result.json"
+    if [[ "$SWEEP" == 1 ]]; then
+        # this run is complete; each step is a run of its own with its own traps
+        trap - EXIT ERR
+        PORT=${PORT_GIVEN:-}
+        phase_sweep "$(jq '.saturation_rps | round | if . < 1 then 1 else . end' "$run_dir/result.json")"
+    fi
 }
 
 main "$@"

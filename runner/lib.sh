@@ -159,3 +159,16 @@ analysis() {
     PYTHONPATH="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)${PYTHONPATH:+:$PYTHONPATH}" \
         "$ANALYSIS_PYTHON" -m analysis "$@"
 }
+
+# mode_durations MODE: the default durations of a run mode (full, quick or smoke) on one
+# line: sustain warm-up, sustain measured, probe measured, probe warm-up (s), connections,
+# sweep step warm-up, sweep step measured (s). Returns 1 for an unknown mode. The one table
+# runner.sh's defaults and run_all.sh's time estimate read (SPEC.md sections 5 and 14).
+mode_durations() {
+    case "$1" in
+        full) echo "30 60 30 5 256 5 20" ;;
+        quick) echo "10 15 8 2 256 2 4" ;;
+        smoke) echo "1 2 2 1 32 1 1" ;;
+        *) return 1 ;;
+    esac
+}

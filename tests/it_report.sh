@@ -166,8 +166,20 @@ for i, sc in enumerate(index["scenarios"]):
         need += [f"{base}/probes/{who}/{j}/saturation_rps" for j in range(len((sc.get("probes") or {}).get(who) or []))]
     if sc.get("equal_load"):
         need += [f"{base}/equal_load/rate_rps", f"{base}/equal_load/p99_ratio"]
+for i, sw in enumerate((index.get("sweep") or {}).get("scenarios") or []):
+    base = f"sweep/scenarios/{i}"
+    need += [f"{base}/base_rps", f"{base}/knee_ratio", f"{base}/saturation_ratio"]
+    for who, srv in sw["servers"].items():
+        if not srv:
+            continue
+        need.append(f"{base}/servers/{who}/knee/rate_rps")
+        for j in range(len(srv["steps"])):
+            need += [f"{base}/servers/{who}/steps/{j}/{m}" for m in (
+                "offered_rps", "achieved_rps", "latency_p50_ms", "latency_p90_ms", "latency_p99_ms", "latency_p99_9_ms",
+                "latency_max_ms", "server_cpu_pct", "req_per_cpu_sec", "handler_p99_us", "loadgen_cpu_pct",
+                "send_lag_p99_ms", "requests_waited_for_connection", "errors_total")]
 need = [k for k in need if isinstance(lookup(k), (int, float))]
-report(set(need) <= keys, f"the {len(need)} key figures (ratios, req/s, p50/p99/p99.9, handler p99, req/CPU-s, CPU, rates) are printed",
+report(set(need) <= keys, f"the {len(need)} key figures (ratios, req/s, p50/p99/p99.9, handler p99, req/CPU-s, CPU, rates, sweep steps and knees) are printed",
        str(sorted(set(need) - keys)[:6]))
 banner = re.search(r'<section class="banner [^"]*" id="verdict"><span class="verdict">([^<]*)</span>', text)
 report(banner is not None and banner.group(1) == index["verdict"]["overall"], "verdict banner shows index.json's verdict",
@@ -214,6 +226,18 @@ ok "report.sh is re-runnable (the same page again)" bash -c "
     cp '$TMP/A/report.html' '$TMP/first.html' && '$ROOT/runner/report.sh' '$TMP/A' 2>/dev/null &&
     cmp -s '$TMP/first.html' '$TMP/A/report.html'"
 
+# ---- a sweep batch (fixture S): latency and CPU against offered load, knees, every step ----
+cp -r "$FIX/S" "$TMP/S"
+ok "report.sh renders fixture S (a rate sweep)" "$ROOT/runner/report.sh" "$TMP/S"
+check_page "fixture S" "$TMP/S/report.html" "$TMP/S/index.json" throughput ratio sweep-latency-s2 sweep-cpu-s2
+has "S: the knees table gives the knee ratio with its range" "$TMP/S/report.html" \
+    '<span class="fig" data-key="sweep/scenarios/0/knee_ratio">3.000</span> (range <span class="fig" data-key="sweep/scenarios/0/knee_ratio_min">1.500</span>'
+has "S: each server's knee is marked in the latency plot's key" "$TMP/S/report.html" 'actor-mem knee'
+has "S: loadgen-limited steps are greyed rows" "$TMP/S/report.html" '<tr class="lg" title="limited by the load generator'
+is "S: one row per step, 24" "$(grep -c 'data-key="sweep/scenarios/0/servers/[a-z]*/steps/[0-9]*/step"' "$TMP/S/report.html")" 24
+ok "S: no efficiency or handler plot without a sustained window" bash -c \
+    "! grep -Eq 'data-plot=\"(efficiency|handler-vs-client-p99)\"' '$TMP/S/report.html'"
+
 # ---- a degraded batch: one run failed, no equal load for s2, a missing histogram ---------
 mkdir -p "$TMP/D"
 jq '.scenarios[1].equal_load = null | .scenarios[1].actor_result.failure = "died <here>"
@@ -229,10 +253,18 @@ has "degraded: the failed run's message shown escaped" "$TMP/D/report.html" 'die
 # ---- optionally a real batch (REPORT_BATCH), rendered into the temporary folder ----------
 if [[ -n "$REPORT_BATCH" ]]; then
     ok "REPORT_BATCH renders" env REPORT_OUT="$TMP/real.html" "$ROOT/runner/report.sh" "$REPORT_BATCH"
-    mapfile -t want < <(jq -r '(if (.scenarios | length) > 0 then "throughput", "ratio", "efficiency",
-        "handler-vs-client-p99" else empty end),
-        (.scenarios[] | "latency-\(.scenario)-own",
-                        (if .equal_load != null then "latency-\(.scenario)-equal" else empty end))' \
+    # efficiency and handler p99 need a sustained window; a sweep batch (no sustain after the
+    # probes, no equal load by default) has neither, but a latency and a CPU plot per swept scenario
+    mapfile -t want < <(jq -r '(if (.scenarios | length) > 0 then "throughput", "ratio" else empty end),
+        (if any(.scenarios[]; [.actor_result.req_per_cpu_sec, .async_result.req_per_cpu_sec,
+                               .equal_load.actor.req_per_cpu_sec, .equal_load.async.req_per_cpu_sec]
+                              | any(type == "number")) then "efficiency" else empty end),
+        (if any(.scenarios[]; [.actor_result.latency_p99_ms, .async_result.latency_p99_ms] | any(type == "number"))
+         then "handler-vs-client-p99" else empty end),
+        (.scenarios[] | (if .actor_result.sustained_rps != null or .async_result.sustained_rps != null
+                         then "latency-\(.scenario)-own" else empty end),
+                        (if .equal_load != null then "latency-\(.scenario)-equal" else empty end)),
+        ((.sweep // {scenarios: []}).scenarios[] | "sweep-latency-\(.scenario)", "sweep-cpu-\(.scenario)")' \
         "$REPORT_BATCH/index.json")
     check_page "REPORT_BATCH" "$TMP/real.html" "$REPORT_BATCH/index.json" "${want[@]}"
 fi

@@ -52,15 +52,17 @@ class Batch:
                        "equal_load_warmup_sec": 5, "equal_load_measure_sec": 10, "started": "2026-12-01T00:00:00Z",
                        "ended": "2026-12-01T00:10:00Z", "runs": []}
 
-    def run(self, server, sc, kind="saturation", repeat=1, probe=None, sustain=None, failure=None):
+    def run(self, server, sc, kind="saturation", repeat=1, probe=None, sustain=None, failure=None, sweep=None):
         """PROBE / SUSTAIN: dicts of (rps, server_cpu, lg_cpu, other, errors, p99, lag_p99, waited,
-        target); None leaves the phase out."""
-        suffix = {"saturation": "", "probe": f"-probe{repeat}", "equal-load": "-equal"}[kind]
+        target); None leaves the phase out. SWEEP: a sweep step's facts ({step, steps,
+        offered_rps, base_rps, fraction_of_base, rates_given}; kind "sweep")."""
+        suffix = {"saturation": "", "probe": f"-probe{repeat}", "equal-load": "-equal",
+                  "sweep": f"-sweep-{(sweep or {}).get('step', 0):02d}"}[kind]
         name = f"{server}-{sc}{suffix}"
         d = os.path.join(self.dir, name)
         os.makedirs(d)
         facts = {"server": server, "scenario": sc, "kind": kind, "batch": os.path.basename(self.dir), "run": name,
-                 "repeat": repeat if kind != "equal-load" else None,
+                 "repeat": repeat if kind not in ("equal-load", "sweep") else None, "sweep": sweep,
                  "config": {"mode": self.mode, "server_cpu_count": N_SRV, "loadgen_cpu_count": N_LG,
                             "server_cpus": "0", "loadgen_cpus": "1", "server_threads": 1, "wrk_conns": 256,
                             "wrk_threads": 1, "sat_ratio": 0.7, "group_commit": 1},

@@ -9,7 +9,8 @@ import sys
 
 USAGE = """usage: python3 -m analysis COMMAND ARGS   (with runner/ on PYTHONPATH)
   result RUN_DIR                 build RUN_DIR/result.json from RUN_DIR/facts.json
-  line RUN_DIR probe|sustain     one progress line of that phase (after `result`)
+  line RUN_DIR probe|sustain     write RUN_DIR/result.json and print one progress line of
+                                 that phase
   summarize BATCH_DIR [TARGET]   write BATCH_DIR/index.json and summary.md
   report BATCH_DIR WORK OUT      render report.html (runner/report.sh is the wrapper)
   compare A_DIR B_DIR            compare two batches (runner/compare.sh is the wrapper)
@@ -17,13 +18,17 @@ USAGE = """usage: python3 -m analysis COMMAND ARGS   (with runner/ on PYTHONPATH
                                  the equal-load rate: SAT_RATIO x the slower server's
                                  median saturation over its probes (exit 1 when a probe
                                  run failed or is missing)
-  headline BATCH_DIR             the verdict word and headline of index.json, one line"""
+  headline BATCH_DIR             the verdict word and headline of index.json, one line
+  sweep-base BATCH_DIR SCENARIO  the sweep's 100%: the slower server's median saturation
+                                 over its probes, req/s (exit 1 when a server has none)
+  sweep-rates BASE_RPS           the default sweep rates, 10% .. 120% of BASE_RPS, req/s,
+                                 comma-separated (SPEC.md section 14)"""
 
 
 def _line(run_dir, phase):
-    from .result import build
+    from .result import write
     from .rules import is_num
-    r = build(run_dir)
+    r = write(run_dir)
     cfg = r.get("config") or {}
 
     def f(v, d=0):
@@ -80,6 +85,12 @@ def main(argv):
             return compare.main([argv[0]] + args)
         elif cmd == "equal-rate" and len(args) == 3:
             print(_equal_rate(args[0], args[1], float(args[2])))
+        elif cmd == "sweep-base" and len(args) == 2:
+            from . import sweep
+            print(sweep.base_rps(args[0], args[1]))
+        elif cmd == "sweep-rates" and len(args) == 1:
+            from . import sweep
+            print(",".join(str(r) for r in sweep.default_rates(float(args[0]))))
         elif cmd == "headline" and len(args) == 1:
             with open(os.path.join(args[0], "index.json"), encoding="utf-8") as fh:
                 v = json.load(fh)["verdict"]

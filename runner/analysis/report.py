@@ -14,6 +14,8 @@ import re
 import subprocess
 import sys
 
+from . import sweep
+
 PLOTS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "plots")
 SAFE = re.compile(r"[^A-Za-z0-9 ._+:,=()/-]")
 # Percentile axis: x = 1/(1-p), labelled as HdrHistogram's plotter does.
@@ -211,13 +213,16 @@ def render(batch_dir, work):
             "throughput")
         plots["ratio"] = svgs.inline(gnuplot("ratio.gp", {
             "datafile": os.path.join(work, "ratio.dat"), "n": n, "target": float(target_num)}, work), "ratio")
-        plots["efficiency"] = svgs.inline(gnuplot("efficiency.gp", {
-            "datafile": os.path.join(work, "efficiency.dat"), "n": n}, work), "efficiency")
+        # (a batch without sustained windows, e.g. a sweep batch without equal load, has neither plot)
+        if any(c != "NaN" for r in eff_rows for c in r[2:]):
+            plots["efficiency"] = svgs.inline(gnuplot("efficiency.gp", {
+                "datafile": os.path.join(work, "efficiency.dat"), "n": n}, work), "efficiency")
         positive = [float(c) for r in lat_rows for c in r[2:] if c != "NaN" and float(c) > 0]
-        ymin = 10 ** (math.floor(math.log10(min(positive))) - 1) if positive else 0.001
-        plots["p99"] = svgs.inline(gnuplot("p99.gp", {
-            "datafile": os.path.join(work, "p99.dat"), "n": n, "ymin": float(ymin)}, work),
-            "handler-vs-client-p99")
+        if positive:
+            ymin = 10 ** (math.floor(math.log10(min(positive))) - 1)
+            plots["p99"] = svgs.inline(gnuplot("p99.gp", {
+                "datafile": os.path.join(work, "p99.dat"), "n": n, "ymin": float(ymin)}, work),
+                "handler-vs-client-p99")
 
     # ---- latency spectra -------------------------------------------------------------
     for sc in scenarios:
@@ -248,6 +253,7 @@ def render(batch_dir, work):
                 "actorlg": int(bool((briefs[0] or {}).get("latency_by_loadgen"))),
                 "asynclg": int(bool((briefs[1] or {}).get("latency_by_loadgen")))}, work), name)
 
+    plots.update(sweep.report_plots(index, work, svgs))
     return build_html(index, page, plots)
 
 
@@ -410,6 +416,8 @@ def build_html(index, page, plots):
         if sc.get("equal_load"):
             w(f'<p class="note">Equal load at {f(f"scenarios/{i}/equal_load/rate_rps", 0, "req/s")}: '
               f'p99 ratio actor/async {f(f"scenarios/{i}/equal_load/p99_ratio", 3)}.</p>')
+
+    w(sweep.report_html(index, page, plots))
 
     # ---- efficiency
     w('<h2 id="efficiency">Requests per server CPU-second</h2>')

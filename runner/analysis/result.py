@@ -5,7 +5,8 @@ FIELDS, present from the start and null until known, so a failed run still write
 complete document.
 
 facts.json (written by runner.sh, field by field as the run goes):
-  server, scenario, kind ("saturation", "probe" or "equal-load"), batch, run, repeat,
+  server, scenario, kind ("saturation", "probe", "equal-load" or "sweep"), batch, run, repeat,
+  sweep (sweep steps: {step, steps, offered_rps, base_rps, fraction_of_base, rates_given}),
   config, host, versions, timestamps{start, end}, clk_tck, failure,
   phases{probe, sustain}: each {loadgen_json, histogram, cpu: [[clock_s, ticks] x 2],
       cpustat: [[busy, total, steal] x 2], wall_s, target_rps (sustain), scrapes (sustain:
@@ -22,7 +23,7 @@ from .rules import is_num
 
 # The result.json fields in order (SPEC.md section 7 defines each).
 FIELDS = [
-    "server", "scenario", "kind", "batch", "run", "repeat",
+    "server", "scenario", "kind", "batch", "run", "repeat", "sweep",
     "saturation_rps", "target_rps", "sustained_rps",
     "latency_p50_ms", "latency_p75_ms", "latency_p90_ms", "latency_p99_ms", "latency_p99_9_ms",
     "latency_p99_99_ms", "latency_max_ms", "latency_mean_ms",
@@ -138,7 +139,7 @@ def build(run_dir):
     """result.json's document for RUN_DIR (reads facts.json and the files it names)."""
     facts = _load_json(os.path.join(run_dir, "facts.json")) or {}
     res = {k: None for k in FIELDS}
-    for k in ("server", "scenario", "kind", "batch", "run", "repeat", "config", "host", "versions",
+    for k in ("server", "scenario", "kind", "batch", "run", "repeat", "sweep", "config", "host", "versions",
               "timestamps", "failure"):
         res[k] = facts.get(k)
     res["validity"] = {k: None for k in VALIDITY}

@@ -9,7 +9,7 @@ import glob
 import json
 import os
 
-from . import rules, verdict
+from . import rules, sweep, verdict
 from .rules import is_num
 
 SCENARIOS = ("s1", "s2", "s3", "s4")
@@ -180,6 +180,7 @@ def build_index(batch_dir, target=None, generated=None):
                        "other_load_pct": rules.OTHER_LOAD_PCT, "rate_held_fraction": rules.RATE_HELD_FRACTION},
         "verdict": v, "scenarios": scenarios, "failures": failures,
         "runs": sat, "probe_runs": probes, "equal_load_runs": eq,
+        "sweep": sweep.section(runs, scenarios),
     }
 
 
@@ -298,6 +299,7 @@ def render_markdown(index):
           f"{n((b or {}).get('req_per_cpu_sec'))} | {u((a or {}).get('handler_p99_us'), 0, 'us')} | "
           f"{u((b or {}).get('handler_p99_us'), 0, 'us')} | {u((a or {}).get('send_lag_p99_ms'), 3, 'ms')} | "
           f"{u((b or {}).get('send_lag_p99_ms'), 3, 'ms')} | actor: {validity(a)}; async: {validity(b)} |")
+    out.extend(sweep.markdown_lines(index))
     if index.get("failures"):
         w("")
         w("## Failures")

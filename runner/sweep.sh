@@ -1,0 +1,70 @@
+# shellcheck shell=bash
+# sweep.sh: the shell side of rate sweeps (SPEC.md section 14), shared by runner.sh and
+# run_all.sh: the --rates list check and the wall-time estimate of a batch. The steps are run
+# by runner.sh (phase_sweep); the knee and every derived figure are runner/analysis/sweep.py's.
+# Sourced, never executed; defines functions only. Needs lib.sh (mode_durations).
+
+# Most steps a sweep may have (run folders are numbered -sweep-01 .. -sweep-99).
+SWEEP_MAX_STEPS=99
+# The load generator's highest --rate (loadgen/config.c).
+SWEEP_MAX_RPS=100000000
+
+# sweep_rates_parse LIST: checks a --rates list ("1000,2500.5,4000": positive numbers in
+# req/s, comma-separated, no repeats, at most SWEEP_MAX_STEPS). On success prints the rates
+# in ascending order, comma-separated, each as a plain JSON number, and returns 0; otherwise
+# prints why (one line) and returns 1.
+sweep_rates_parse() {
+    local list=$1 item out
+    local -a items
+    if [[ -z "$list" ]]; then echo "the list is empty (give rates in req/s, e.g. --rates=1000,2000,4000)"; return 1; fi
+    if [[ "$list" == ,* || "$list" == *, || "$list" == *,,* ]]; then
+        echo "'$list' has an empty item (rates are separated by single commas)"
+        return 1
+    fi
+    IFS=, read -r -a items <<<"$list"
+    (( ${#items[@]} <= SWEEP_MAX_STEPS )) || { echo "${#items[@]} rates: at most $SWEEP_MAX_STEPS"; return 1; }
+    for item in "${items[@]}"; do
+        if [[ ! "$item" =~ ^[0-9]+(\.[0-9]+)?$ ]]; then
+            echo "'$item' is not a rate (a positive number of req/s such as 1500 or 2500.5)"
+            return 1
+        fi
+        if ! awk -v r="$item" -v m="$SWEEP_MAX_RPS" 'BEGIN { exit !(r > 0 && r <= m) }'; then
+            echo "'$item' is out of range (a rate is > 0 and <= $SWEEP_MAX_RPS req/s)"
+            return 1
+        fi
+    done
+    out=$(printf '%s\n' "${items[@]}" | awk '{ printf "%.10g\n", $1 + 0 }' | sort -g)
+    if [[ -n "$(uniq -d <<<"$out")" ]]; then
+        echo "rate $(uniq -d <<<"$out" | head -n1) is given twice"
+        return 1
+    fi
+    paste -sd, - <<<"$out"
+}
+
+# Per-run overheads of the time estimate, in seconds, measured on the 2-CPU host `vm` on
+# 2026-12-01 under /work/tools/timed (`./run_all.sh --quick --sweep`, SPEC.md section 14): a
+# runner.sh run beyond its loadgen windows (start-up, host and version facts, server start,
+# sanity, stop, analysis: 24 probes took 12.9 s each for 10 s of windows), and a sweep step
+# beyond its window (fresh server, sanity, stop, analysis: 12 steps of 2+4 s took 89.7 s).
+SWEEP_RUN_OVERHEAD_S=3
+SWEEP_STEP_OVERHEAD_S=1.5
+
+# sweep_estimate_s MODE RUNS REPEATS SUSTAINS EQUAL_RUNS EQUAL_SEC SWEEP_SERVERS STEPS: the
+# estimated wall time of a run_all.sh batch in seconds: RUNS x REPEATS probes, SUSTAINS
+# sustained windows, EQUAL_RUNS equal-load runs of EQUAL_SEC each (warm-up included), and
+# SWEEP_SERVERS sweeps of STEPS steps. Durations follow MODE and the environment overrides
+# (PROBE_SEC, PROBE_WARMUP_SEC, WARMUP_SEC, MEASURE_SEC, SWEEP_WARMUP_SEC, SWEEP_MEASURE_SEC).
+sweep_estimate_s() {
+    local mode=$1 runs=$2 repeats=$3 sustains=$4 eq_runs=$5 eq_sec=$6 sweeps=$7 steps=$8
+    local warm meas probe pwarm _conns swarm smeas
+    read -r warm meas probe pwarm _conns swarm smeas < <(mode_durations "$mode") || return 1
+    warm=${WARMUP_SEC:-$warm} meas=${MEASURE_SEC:-$meas} probe=${PROBE_SEC:-$probe}
+    pwarm=${PROBE_WARMUP_SEC:-$pwarm} swarm=${SWEEP_WARMUP_SEC:-$swarm} smeas=${SWEEP_MEASURE_SEC:-$smeas}
+    awk -v runs="$runs" -v rep="$repeats" -v sus="$sustains" -v eq="$eq_runs" -v eqs="$eq_sec" \
+        -v sw="$sweeps" -v steps="$steps" -v warm="$warm" -v meas="$meas" -v probe="$probe" \
+        -v pwarm="$pwarm" -v swarm="$swarm" -v smeas="$smeas" -v orun="$SWEEP_RUN_OVERHEAD_S" \
+        -v ostep="$SWEEP_STEP_OVERHEAD_S" 'BEGIN {
+        t = runs * rep * (pwarm + probe + orun) + sus * (warm + meas) + eq * (eqs + orun)
+        t += sw * (orun + steps * (swarm + smeas + ostep))
+        printf "%d\n", t + 0.5 }'
+}
