@@ -42,7 +42,7 @@ sweep_rates_parse() {
 }
 
 # Per-run overheads of the time estimate, in seconds, measured on the 2-CPU host `vm` on
-# 2026-12-01 under /work/tools/timed (`./run_all.sh --quick --sweep`, SPEC.md section 14): a
+# 2026-12-01 run alone (`./run_all.sh --quick --sweep`, SPEC.md section 14): a
 # runner.sh run beyond its loadgen windows (start-up, host and version facts, server start,
 # sanity, stop, analysis: 24 probes took 12.9 s each for 10 s of windows), and a sweep step
 # beyond its window (fresh server, sanity, stop, analysis: 12 steps of 2+4 s took 89.7 s).
