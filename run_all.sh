@@ -50,7 +50,7 @@ one's median saturation). Writes results/<batch>/summary.md, index.json and repo
 Environment: TARGET_RATIO ($TARGET_RATIO) SAT_RATIO ($SAT_RATIO) REPEATS EQUAL_LOAD (1)
   EQUAL_WARMUP_SEC EQUAL_MEASURE_SEC RESULTS_DIR, and everything runner.sh reads
   (WARMUP_SEC MEASURE_SEC PROBE_SEC SERVER_CPUS LOADGEN_CPUS WRK_CONNS WRK_THREADS BEARER
-  ACTOR_WORKERS GROUP_COMMIT LOADGEN_TICK ...).
+  ACTOR_WORKERS GROUP_COMMIT LOADGEN_TICK LOADGEN_HOSTS SERVER_ADDR AGENT_CPUS SSH_OPTS ...).
 Exit status: 0 all runs completed (whatever the verdict), 1 a run failed, 2 usage,
 3 verdict FAIL and 4 verdict INCONCLUSIVE with --fail-on-verdict.
 USAGE

@@ -229,7 +229,7 @@ remote_clock_check() {
     done
 }
 
-# remote_start_at: sets START_AT, AGENT_START_LEAD_SEC from now (seconds since the epoch, ms).
+# remote_start_at: sets START_AT to AGENT_START_LEAD_SEC from now (seconds since the epoch, to the ms).
 remote_start_at() {
     START_AT=$(awk -v t="${EPOCHREALTIME/,/.}" -v l="$AGENT_START_LEAD_SEC" 'BEGIN { printf "%.3f", t + l }')
 }
