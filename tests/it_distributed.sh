@@ -183,9 +183,10 @@ jqok "merged max is the larger agent max; merged p99 lies between the agents' p9
     '.latency_ms.max == ([$a[0].latency_ms.max, $b[0].latency_ms.max] | max)
      and .latency_ms.p99 >= ([$a[0].latency_ms.p99, $b[0].latency_ms.p99] | min)
      and .latency_ms.p99 <= ([$a[0].latency_ms.p99, $b[0].latency_ms.p99] | max)' --slurpfile a "$a0" --slurpfile b "$a1"
-# The achieved rate is the server's as much as the agents': on a crowded host (other load on the
-# server CPU, or responses so late that the agents ran out of connections) it is not checked.
-busy=$(jq -r 'if .validity.quiet == false or (.send_lag_p99_ms // 0) > 100 then
+# The achieved rate is the server's as much as the agents': on a crowded host (others on more
+# than half of the server CPU, or sends 100 ms late) it is not checked. (The namespaces' own
+# bridge traffic is about 10% of the server CPU here, which `quiet` counts as other load.)
+busy=$(jq -r 'if (.server_cpus_other_pct // 0) > 50 or (.send_lag_p99_ms // 0) > 100 then
     "other load on the server CPU \(.server_cpus_other_pct)%, send lag p99 \(.send_lag_p99_ms) ms" else "" end' "$res" 2>/dev/null || true)
 if [[ -n "$busy" ]]; then
     n=$((n + 1)); echo "ok $n - each agent sent R/2 x the window within 1% # SKIP host too busy: $busy"
@@ -318,4 +319,5 @@ jqok "result.json says which agent died and how" "$kill_run/result.json" \
 ok "the other agent (pid ${survivor:-none}) was stopped and both temporary folders removed" \
     bash -c "[[ -n '$survivor' ]] && ! grep -q loadgen /proc/$survivor/cmdline 2>/dev/null && [[ ! -e '${other_dir:-/nonexistent}' && ! -e '${dir:-/nonexistent}' ]]"
 
+echo "# took $SECONDS s"
 tap_finish
