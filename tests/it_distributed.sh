@@ -35,14 +35,29 @@ case "${1:-}" in
     *) usage >&2; exit 2 ;;
 esac
 
-skip_all() { echo "ok 1 - it_distributed # SKIP $1"; echo "1..1"; exit 0; }
+# shellcheck source=tests/lib/tap.sh
+. "$ROOT/tests/lib/tap.sh"
+
+# ---- usage errors (no network needed) ------------------------------------------------------------
+# usage_is NAME PATTERN ENV...: runner.sh with ENV exits 2 and says PATTERN on stderr.
+usage_is() {
+    local name=$1 pat=$2 rc=0 err
+    shift 2
+    err=$(env "$@" "$ROOT/runner.sh" async-mem s1 --smoke 2>&1 >/dev/null) || rc=$?
+    is "$name: exit 2, '$pat'" "$rc $(grep -c -- "$pat" <<<"$err")" "2 1"
+}
+usage_is "LOADGEN_HOSTS without SERVER_ADDR" "needs SERVER_ADDR" LOADGEN_HOSTS=u@h1
+usage_is "SERVER_ADDR not IPv4" "must be an IPv4 address" LOADGEN_HOSTS=u@h1 SERVER_ADDR=host.example
+usage_is "an ssh destination starting with '-'" "is not an ssh destination" LOADGEN_HOSTS=-oProxyCommand=x SERVER_ADDR=10.0.0.1
+usage_is "fewer connections than load hosts" "at least the number of load hosts" LOADGEN_HOSTS=a,b,c SERVER_ADDR=10.0.0.1 WRK_CONNS=2
+usage_is "a bad AGENT_CPUS" "bad AGENT_CPUS" LOADGEN_HOSTS=a SERVER_ADDR=10.0.0.1 AGENT_CPUS=1-x
+usage_is "MAX_START_SKEW_MS 0" "MAX_START_SKEW_MS must be" LOADGEN_HOSTS=a SERVER_ADDR=10.0.0.1 MAX_START_SKEW_MS=0
+
+skip_all() { n=$((n + 1)); echo "ok $n - it_distributed # SKIP $1"; tap_finish; }
 [[ $EUID -eq 0 ]] || skip_all "needs root (network namespaces)"
 command -v ip >/dev/null || skip_all "no ip (iproute2)"
 [[ -x "$SSHD" ]] || skip_all "no sshd at $SSHD (Debian: openssh-server)"
 for t in ssh scp ssh-keygen; do command -v "$t" >/dev/null || skip_all "no $t (openssh-client)"; done
-
-# shellcheck source=tests/lib/tap.sh
-. "$ROOT/tests/lib/tap.sh"
 
 P="dt$$"                                   # namespace and interface prefix (<= 11 characters)
 NS_HUB="${P}hub" NS_S="${P}s" NS_A="${P}a" NS_B="${P}b"
@@ -318,6 +333,40 @@ jqok "result.json says which agent died and how" "$kill_run/result.json" \
     '.failure | test("load agent 1 of 2 on root@[0-9.]+ was killed by signal 9")'
 ok "the other agent (pid ${survivor:-none}) was stopped and both temporary folders removed" \
     bash -c "[[ -n '$survivor' ]] && ! grep -q loadgen /proc/$survivor/cmdline 2>/dev/null && [[ ! -e '${other_dir:-/nonexistent}' && ! -e '${dir:-/nonexistent}' ]]"
+
+# ---- 5. a load host whose clock is 50 ms ahead fails the run before any load --------------------
+# A second sshd in the last agent namespace (port 2222) answers the runner's clock loop with
+# its time + 50 ms and runs every other command as asked.
+cat >"$TMP/skewed.sh" <<'SKEW'
+#!/bin/sh
+case "$SSH_ORIGINAL_COMMAND" in
+    *EPOCHREALTIME*)
+        exec bash -c 'while read -r _; do t=$EPOCHREALTIME; s=${t%[.,]*}; u=${t#*[.,]}; u=$((10#$u + 50000));
+            printf "%d.%06d\n" $((s + u / 1000000)) $((u % 1000000)); done' ;;
+    sftp|internal-sftp) exec /usr/lib/openssh/sftp-server ;;   # scp's subsystem
+    *) exec sh -c "$SSH_ORIGINAL_COMMAND" ;;
+esac
+SKEW
+chmod +x "$TMP/skewed.sh"
+sed -e 's/^Port 22$/Port 2222/' "$TMP/sshd_config" >"$TMP/sshd_skewed_config"
+echo "ForceCommand $TMP/skewed.sh" >>"$TMP/sshd_skewed_config"
+ip netns exec "$NS_B" "$SSHD" -D -e -f "$TMP/sshd_skewed_config" >"$TMP/sshd-skewed.log" 2>&1 &
+SSHD_PIDS+=("$!")
+rc=0
+for _ in $(seq 50); do
+    ip netns exec "$NS_S" ssh -F "$TMP/ssh_config" -o BatchMode=yes -o ConnectTimeout=2 -o Port=2222 "$NET.3" true 2>/dev/null && break
+    sleep 0.2
+done
+ip netns exec "$NS_S" env LOADGEN_HOSTS="root@$NET.3" SERVER_ADDR="$NET.1" SSH_OPTS="-F $TMP/ssh_config -o Port=2222" \
+    PROBE_SEC=2 PROBE_WARMUP_SEC=1 timeout --kill-after=5 "$DIST_TIMEOUT_SEC" \
+    "$ROOT/runner.sh" async-mem s1 --smoke --probe-only --batch=dist-skew >"$TMP/run4.out" 2>"$TMP/run4.err" || rc=$?
+is "a load host 50 ms ahead: the run exits 1" "$rc" 1
+skew_res="$RESULTS_DIR/dist-skew/async-mem-s1/result.json"
+mkdir -p "$(dirname "$skew_res")"
+[[ -f "$skew_res" ]] || echo '{}' >"$skew_res"
+jqok "its failure names the host, an offset of 50 ms +- 5 and the bound, before the probe ran" "$skew_res" \
+    '(.failure | test("clock of load host root@[0-9.]+ is ([0-9.]+) ms off .* > MAX_START_SKEW_MS 10 ms"))
+     and (.failure | capture("is (?<o>[0-9.]+) ms off").o | tonumber | . > 45 and . < 55) and .saturation_rps == null'
 
 echo "# took $SECONDS s"
 tap_finish
