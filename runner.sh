@@ -23,6 +23,8 @@ case " $* " in *" -h "*|*" --help "*) ;; *) "$ROOT/scripts/deps.sh" run ;; esac
 . "$ROOT/runner/sanity.sh"
 # shellcheck source=runner/sweep.sh
 . "$ROOT/runner/sweep.sh"
+# shellcheck source=runner/remote.sh
+. "$ROOT/runner/remote.sh"
 
 # Settings: environment variables mirror the options; an option beats the environment,
 # the environment beats --quick/--smoke, which beat the defaults shown.
@@ -61,6 +63,17 @@ RUNNER_BUILD="${RUNNER_BUILD:-1}"         # 0: never run make, require the binar
 PORT="${PORT:-}"                          # default: a free loopback port
 PORT_GIVEN=$PORT
 BATCH="${BATCH:-}"
+# Load from other hosts (runner/remote.sh; README "Running across machines"):
+LOADGEN_HOSTS="${LOADGEN_HOSTS:-}"        # ssh destinations, comma-separated (unset: the loadgen runs here)
+SERVER_ADDR_SET="${SERVER_ADDR:+1}"
+SERVER_ADDR="${SERVER_ADDR:-127.0.0.1}"   # IPv4 address the server listens on and the agents connect to
+AGENT_CPUS="${AGENT_CPUS:-}"              # CPUs each agent is pinned to on its host (unset: all its CPUs)
+SSH_OPTS="${SSH_OPTS:-}"                  # extra ssh/scp options, e.g. "-F ~/.ssh/bench_config"
+SSH_CONNECT_TIMEOUT_SEC="${SSH_CONNECT_TIMEOUT_SEC:-10}"
+MAX_START_SKEW_MS="${MAX_START_SKEW_MS:-10}"  # bound on |clock offset| + ssh round trip / 2 of every load host
+AGENT_START_LEAD_SEC="${AGENT_START_LEAD_SEC:-3}"  # agents start this long after they are launched
+AGENT_GRACE_SEC="${AGENT_GRACE_SEC:-15}"  # an agent still running this long (+ REQ_TIMEOUT_SEC) after its phase fails the run
+CLOCK_SAMPLES="${CLOCK_SAMPLES:-8}"       # ssh round trips per clock-offset measure
 
 SERVERS="actor-mem async-mem actor-sqlite async-sqlite"
 SCENARIOS="s1 s2 s3 s4"
@@ -94,6 +107,11 @@ Environment (an option beats it; it beats --quick/--smoke):
   RUN_SUFFIX (appended to the run folder name) SUSTAIN (0: no sustain after the probe)
   SWEEP (1: as --sweep) SWEEP_RATES (as --rates) SWEEP_BASE_RPS (skip the probe; the 100% of
   the default rates: run_all's slower median saturation) SWEEP_WARMUP_SEC (5) SWEEP_MEASURE_SEC (20)
+Load from other hosts (README "Running across machines"): LOADGEN_HOSTS (user@h1,user@h2:
+  one agent per host over ssh; needs SERVER_ADDR) SERVER_ADDR (127.0.0.1: the address the
+  server listens on and the agents connect to) AGENT_CPUS (all of each host's CPUs) SSH_OPTS
+  SSH_CONNECT_TIMEOUT_SEC (10) MAX_START_SKEW_MS (10) AGENT_START_LEAD_SEC (3)
+  AGENT_GRACE_SEC (15) CLOCK_SAMPLES (8)
 Writes facts.json (raw), result.json (SPEC.md section 7), histogram.txt, loadgen.json,
 probe.json, server.log and runner.log. Progress: one line per phase on stderr.
 Exit status: 0 run completed (whatever its validity flags), 1 run failed (result.json
@@ -243,8 +261,11 @@ parse_args() {
     n_server_cpus=$(cpulist_count "$SERVER_CPUS") || usage_error "bad SERVER_CPUS '$SERVER_CPUS'"
     n_loadgen_cpus=$(cpulist_count "$LOADGEN_CPUS") || usage_error "bad LOADGEN_CPUS '$LOADGEN_CPUS'"
     wrk_threads=$(pick "$opt_threads" "$ENV_WRK_THREADS" "$n_loadgen_cpus")
+    wrk_threads_given=$(pick "$opt_threads" "$ENV_WRK_THREADS")
     is_pos_int "$wrk_threads" || usage_error "loadgen threads must be > 0, got '$wrk_threads'"
     wrk_threads=$((10#$wrk_threads))
+    [[ -z "$wrk_threads_given" ]] || wrk_threads_given=$wrk_threads
+    remote_parse
     cpus_disjoint=true
     if [[ -n "$(comm -12 <(cpulist_expand "$SERVER_CPUS" | sort -u) <(cpulist_expand "$LOADGEN_CPUS" | sort -u))" ]]; then
         cpus_disjoint=false
@@ -302,6 +323,7 @@ cleanup() {
         sleep 1
         kill -KILL "$SERVER_PID" 2>/dev/null || true
     fi
+    remote_cleanup
     if [[ -n "${run_dir:-}" ]]; then rm -f "$run_dir/server.db" "$run_dir/server.db-wal" "$run_dir/server.db-shm"; fi
 }
 
@@ -336,7 +358,9 @@ setup_run() {
         --argjson pwarm "$probe_warmup_sec" --argjson ratio "$SAT_RATIO" \
         --argjson seed "$SEED_USERS" --argjson timeout "$REQ_TIMEOUT_SEC" \
         --arg workers "$ACTOR_WORKERS" --arg bin "$bin_name" --arg access_log "$ACCESS_LOG" \
-        --arg target "$TARGET_RPS" --arg gc "$GROUP_COMMIT" --arg tick "$LOADGEN_TICK" '
+        --arg target "$TARGET_RPS" --arg gc "$GROUP_COMMIT" --arg tick "$LOADGEN_TICK" \
+        --arg addr "$SERVER_ADDR" --arg hosts "$LOADGEN_HOSTS" --arg agent_cpus "$AGENT_CPUS" \
+        --argjson skew "$MAX_START_SKEW_MS" '
         {mode: $mode, store: $store, mix: $mix, binary: $bin, affinity_mask: $mask,
          server_cpus: $server_cpus, loadgen_cpus: $loadgen_cpus, server_cpu_count: $n_server,
          loadgen_cpu_count: $n_loadgen, cpus_disjoint: $disjoint, server_threads: $n_server,
@@ -346,7 +370,11 @@ setup_run() {
          loadgen_tick: (if $tick == "" then null else $tick end),
          probe_warmup_sec: $pwarm, probe_sec: $probe, warmup_sec: $warm, measure_sec: $meas,
          sat_ratio: $ratio, fixed_target_rps: (if $target == "" then null else ($target | tonumber) end),
-         seed_users: $seed, request_timeout_sec: $timeout, access_log: $access_log, port: null}')
+         seed_users: $seed, request_timeout_sec: $timeout, access_log: $access_log, port: null,
+         server_addr: $addr,
+         loadgen_hosts: (if $hosts == "" then null else ($hosts | split(",") | map(select(. != ""))) end),
+         agent_cpus: (if $agent_cpus == "" then null else $agent_cpus end),
+         max_start_skew_ms: (if $hosts == "" then null else $skew end)}')
     jq -n --arg server "$server" --arg scenario "$scenario" --arg kind "$kind" --arg batch "$BATCH" \
         --arg run "$run_name" --arg start "$(now_iso)" --arg repeat "$REPEAT" --argjson config "$config_json" \
         --argjson host "${HOST_JSON:-$(host_json)}" --argjson versions "${VERSIONS_JSON:-$(versions_json "$ROOT")}" \
@@ -384,12 +412,12 @@ phase_build() {
 # ---- phase: start -------------------------------------------------------------------
 phase_start() {
     if [[ -z "$PORT" ]]; then
-        PORT=$("${ANALYSIS_PYTHON:-python3}" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])') ||
-            fail "could not find a free loopback port"
+        PORT=$("${ANALYSIS_PYTHON:-python3}" -c 'import socket, sys; s = socket.socket(); s.bind((sys.argv[1], 0)); print(s.getsockname()[1])' "$SERVER_ADDR") ||
+            fail "could not find a free port on $SERVER_ADDR"
     fi
     fact .config.port "$PORT"
-    url="http://127.0.0.1:$PORT"
-    local args=("--store=$store" --host 127.0.0.1 --port "$PORT" --threads "$n_server_cpus"
+    url="http://$SERVER_ADDR:$PORT"
+    local args=("--store=$store" --host "$SERVER_ADDR" --port "$PORT" --threads "$n_server_cpus"
         --bearer "$BEARER" --seed-users "$SEED_USERS" --access-log "$ACCESS_LOG")
     if [[ "$store" == sqlite ]]; then
         rm -f "$run_dir/server.db" "$run_dir/server.db-wal" "$run_dir/server.db-shm"
@@ -411,10 +439,10 @@ phase_start() {
         *) fail "server did not answer /ping within ${READY_TIMEOUT_SEC} s" ;;
     esac
     # The port was free when picked; make sure it is our server that answered.
-    if ! grep -Eq "listening on http://127\.0\.0\.1:$PORT([^0-9]|\$)" "$run_dir/server.log"; then
-        fail "/ping answered on port $PORT but server.log has no 'listening on http://127.0.0.1:$PORT' (another process on the port?)"
+    if ! grep -Eq "listening on http://${SERVER_ADDR//./\\.}:$PORT([^0-9]|\$)" "$run_dir/server.log"; then
+        fail "/ping answered on port $PORT but server.log has no 'listening on $url' (another process on the port?)"
     fi
-    log_info "start: $bin_name --store=$store pid $SERVER_PID on port $PORT, $n_server_cpus thread(s) on CPUs $SERVER_CPUS, ready in $(calc "$(clock_s) - $t_start") s"
+    log_info "start: $bin_name --store=$store pid $SERVER_PID on $SERVER_ADDR port $PORT, $n_server_cpus thread(s) on CPUs $SERVER_CPUS, ready in $(calc "$(clock_s) - $t_start") s"
 }
 
 # ---- phase: sanity ------------------------------------------------------------------
@@ -432,37 +460,49 @@ phase_sanity() {
 
 # ---- load generator ---------------------------------------------------------------------
 # run_load PHASE RATE WARMUP DURATION JSON HGRM [SCRAPE_PREFIX]: runs the loadgen pinned to
-# LOADGEN_CPUS; at the end of its warm-up a background job samples the server's CPU and
-# /proc/stat of the server CPUs (and scrapes /metrics to SCRAPE_PREFIX-before.prom when
-# given); right after it exits they are sampled again (and /metrics scraped to
-# SCRAPE_PREFIX-after.prom). Records the phase's raw facts in facts.json (.phases.PHASE);
-# the caller's progress line (`analysis line`) then writes result.json.
+# LOADGEN_CPUS, or with LOADGEN_HOSTS one agent per load host over ssh (runner/remote.sh:
+# clocks checked, a common --start-at, outputs merged exactly into JSON and HGRM); at the
+# end of its warm-up a background job samples the server's CPU and /proc/stat of the server
+# CPUs (and scrapes /metrics to SCRAPE_PREFIX-before.prom when given); right after it exits
+# they are sampled again (and /metrics scraped to SCRAPE_PREFIX-after.prom). Records the
+# phase's raw facts in facts.json (.phases.PHASE); the caller's progress line (`analysis
+# line`) then writes result.json.
 run_load() {
     local phase=$1 rate=$2 warm=$3 dur=$4 json=$5 hgrm=$6 scrape=${7:-} rc=0 t0 cpu0 cpu1 st0 st1
-    local edge="$run_dir/.$phase.edge" extra=()
+    local edge="$run_dir/.$phase.edge" extra=() edge_wait=$warm
     rm -f "$edge" "$edge.stat" "$json" "$hgrm"
     [[ -z "$LOADGEN_TICK" || "$rate" == 0 ]] || extra=(--tick "$LOADGEN_TICK")
+    if remote_enabled; then
+        remote_clock_check "$phase"
+        remote_start_at
+        edge_wait=$(calc "$(remote_seconds_until "$START_AT") + $warm")
+    fi
     t0=$(clock_s)
-    if (( warm == 0 )); then
+    if [[ "$edge_wait" == 0 ]]; then
         if ! proc_sample "$SERVER_PID" >"$edge"; then server_died; fail "server exited before the $phase ($DIED)"; fi
         cpustat_sample "$SERVER_CPUS" >"$edge.stat"
         if [[ -n "$scrape" ]]; then metrics_scrape "$url" "$scrape-before.prom" || fail "scraping /metrics before the $phase failed"; fi
     else
         (
-            sleep "$warm"
+            sleep "$edge_wait"
             cpustat_sample "$SERVER_CPUS" >"$edge.stat"
             proc_sample "$SERVER_PID" >"$edge.tmp" && mv "$edge.tmp" "$edge"
             if [[ -n "$scrape" ]]; then metrics_scrape "$url" "$scrape-before.prom" || rm -f "$scrape-before.prom"; fi
         ) &
         BG_PID=$!
     fi
-    taskset -c "$LOADGEN_CPUS" "$loadgen_bin" --url "$url" --mix "$mix_file" \
-        --connections "$wrk_conns" --threads "$wrk_threads" --duration "$dur" --warmup "$warm" \
-        --rate "$rate" --timeout "$REQ_TIMEOUT_SEC" --bearer "$BEARER" "${extra[@]}" \
-        --json "$json" --hgrm "$hgrm" >>"$run_dir/loadgen-$phase.log" 2>&1 </dev/null &
-    LOADGEN_PID=$!
-    wait "$LOADGEN_PID" || rc=$?
-    LOADGEN_PID=""
+    if remote_enabled; then
+        remote_agents_start "$phase" "$rate" "$warm" "$dur" "${extra[@]}"
+        remote_agents_wait "$phase" "$warm" "$dur"
+    else
+        taskset -c "$LOADGEN_CPUS" "$loadgen_bin" --url "$url" --mix "$mix_file" \
+            --connections "$wrk_conns" --threads "$wrk_threads" --duration "$dur" --warmup "$warm" \
+            --rate "$rate" --timeout "$REQ_TIMEOUT_SEC" --bearer "$BEARER" "${extra[@]}" \
+            --json "$json" --hgrm "$hgrm" >>"$run_dir/loadgen-$phase.log" 2>&1 </dev/null &
+        LOADGEN_PID=$!
+        wait "$LOADGEN_PID" || rc=$?
+        LOADGEN_PID=""
+    fi
     if ! cpu1=$(proc_sample "$SERVER_PID"); then server_died; fail "server exited during the $phase ($DIED)"; fi
     st1=$(cpustat_sample "$SERVER_CPUS")
     if [[ -n "$BG_PID" ]]; then wait "$BG_PID" || true; BG_PID=""; fi
@@ -471,6 +511,7 @@ run_load() {
         [[ -f "$scrape-before.prom" ]] || fail "scraping /metrics at the end of the $phase warm-up failed"
     fi
     (( rc == 0 )) || fail "loadgen exited $rc in the $phase: $(tail -n 3 "$run_dir/loadgen-$phase.log" | tr '\n' ' ')"
+    if remote_enabled; then remote_agents_collect "$phase" "$dur" "$json" "$hgrm"; fi
     [[ -s "$edge" ]] || fail "the $phase lasted less than its warm-up: no CPU sample at the window's start"
     cpu0=$(<"$edge")
     st0=$(cat "$edge.stat" 2>/dev/null || echo "0 0 0")
@@ -480,12 +521,12 @@ run_load() {
         fail "loadgen's $phase json ($json) lacks achieved_rps/requests_completed/errors/latency_ms/loadgen_cpu_s"
     fact ".phases.$phase" "$(jq -n --arg json "$(basename "$json")" --arg hgrm "$(basename "$hgrm")" \
         --arg c0 "$cpu0" --arg c1 "$cpu1" --arg s0 "$st0" --arg s1 "$st1" --argjson wall "$(calc "$(clock_s) - $t0")" \
-        --arg scrape "${scrape:+$(basename "$scrape")}" --argjson rate "$rate" '
+        --arg scrape "${scrape:+$(basename "$scrape")}" --argjson rate "$rate" --argjson remote "$(remote_phase_json "$phase")" '
         def nums: split(" ") | map(select(. != "") | tonumber);
         {loadgen_json: $json, histogram: $hgrm, cpu: [($c0 | nums), ($c1 | nums)],
          cpustat: [($s0 | nums), ($s1 | nums)], wall_s: $wall,
          target_rps: (if $rate > 0 then $rate else null end),
-         scrapes: (if $scrape == "" then null else ["\($scrape)-before.prom", "\($scrape)-after.prom"] end)}')"
+         scrapes: (if $scrape == "" then null else ["\($scrape)-before.prom", "\($scrape)-after.prom"] end)} + $remote')"
     # result.json is rewritten by the phase's progress line (`analysis line` writes it)
 }
 
@@ -631,6 +672,7 @@ main() {
     trap cleanup EXIT
     trap 'fail "interrupted by a signal"' INT TERM
     phase_build
+    if remote_enabled; then remote_setup; fi
     phase_start
     phase_sanity
     local target=$TARGET_RPS

@@ -239,6 +239,113 @@ class TestResult(unittest.TestCase):
         self.assertEqual(res["flags"], ["failed"])
 
 
+class TestAgents(unittest.TestCase):
+    """Load from several hosts (LOADGEN_HOSTS): each agent judged on its own CPU count and lag."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp()
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp)
+
+    def run_with_agents(self, agents, probe=None, sustain=None, n_lg=2):
+        """A run whose phases came from AGENTS: [(cpu_count, cpu_pct, lag_p99, waited)] per agent,
+        recorded the way runner/remote.sh and loadgen merge write them."""
+        b = Batch(self.tmp, f"a{len(os.listdir(self.tmp))}")
+        doc = b.run("async-mem", "s1", probe=probe, sustain=sustain)
+        d = os.path.join(b.dir, doc["run"])
+        with open(os.path.join(d, "facts.json"), encoding="utf-8") as fh:
+            facts = json.load(fh)
+        facts["config"]["loadgen_cpu_count"] = n_lg
+        facts["loadgen_hosts"] = [{"destination": f"u@h{i}", "hostname": f"h{i}", "cores": c, "kernel": "6",
+                                   "cpu_model": "X", "arch": "x86_64"} for i, (c, _, _, _) in enumerate(agents)]
+        for phase, fname in (("probe", "probe.json"), ("sustain", "loadgen.json")):
+            if phase not in facts["phases"]:
+                continue
+            ph = facts["phases"][phase]
+            ph["start_at_unix_s"] = 1764547200.5
+            ph["clock"] = [{"agent_index": i, "destination": f"u@h{i}", "offset_ms": 0.2 * (i + 1), "rtt_ms": 0.5,
+                            "start_skew_ms": 0.2 * (i + 1) + 0.25, "bound_ms": 10} for i in range(len(agents))]
+            ph["agents"] = []
+            merged = json.load(open(os.path.join(d, fname), encoding="utf-8"))
+            merged["agents"] = []
+            share = merged["requests_completed"] // len(agents)
+            for i, (cpus, pct, lag, waited) in enumerate(agents):
+                own = f"loadgen-{phase}-agent{i}.json"
+                with open(os.path.join(d, own), "w", encoding="utf-8") as fh:
+                    json.dump({"requests_waited_for_connection": waited}, fh)
+                ph["agents"].append({"agent_index": i, "destination": f"u@h{i}", "cpu_count": cpus, "threads": cpus,
+                                     "connections": 16, "json": own, "exit": 0})
+                merged["agents"].append({"agent_index": i, "agent_count": len(agents), "hostname": f"h{i}",
+                                         "threads": cpus, "loadgen_cpu_pct": pct, "elapsed_s": 10.0,
+                                         "requests_completed": share, "errors_total": 0,
+                                         "send_lag_p99_ms": lag if phase == "sustain" else None,
+                                         "send_lag_max_ms": lag if phase == "sustain" else None})
+            merged["loadgen_cpu_pct"] = max(a[1] for a in agents)
+            with open(os.path.join(d, fname), "w", encoding="utf-8") as fh:
+                json.dump(merged, fh)
+        with open(os.path.join(d, "facts.json"), "w", encoding="utf-8") as fh:
+            json.dump(facts, fh)
+        return result.write(d)
+
+    def test_local_run_has_no_agents(self):
+        b = Batch(self.tmp, "local")
+        res = b.run("async-mem", "s1", sustain={"rps": 70000, "target": 70000, "server_cpu": 70.0})
+        self.assertIsNone(res["loadgen_agents"])
+        self.assertIsNone(res["loadgen_hosts"])
+
+    def test_agents_listed_with_their_clock_and_cpu(self):
+        res = self.run_with_agents([(2, 40.0, 0.1, 0), (2, 45.0, 0.2, 0)],
+                                   sustain={"rps": 70000, "target": 70000, "server_cpu": 70.0})
+        self.assertEqual(list(res), result.FIELDS)
+        ags = res["loadgen_agents"]
+        self.assertEqual([a["agent_index"] for a in ags], [0, 1])
+        self.assertEqual([a["destination"] for a in ags], ["u@h0", "u@h1"])
+        self.assertEqual([a["loadgen_cpu_pct"] for a in ags], [40.0, 45.0])
+        self.assertEqual([a["clock_offset_ms"] for a in ags], [0.2, 0.4])
+        self.assertEqual(ags[1]["start_skew_ms"], 0.65)
+        self.assertEqual([a["loadgen_bound"] for a in ags], [False, False])
+        self.assertEqual(len(res["loadgen_hosts"]), 2)
+        self.assertFalse(res["validity"]["sustain_loadgen_bound"])
+
+    def test_one_busy_agent_makes_the_phase_loadgen_bound(self):
+        # 95% of its one CPU: bound, although the single-host rule (95 < 90 x 2 local CPUs) is not
+        res = self.run_with_agents([(4, 60.0, 0.1, 0), (1, 95.0, 0.1, 0)],
+                                   sustain={"rps": 70000, "target": 70000, "server_cpu": 70.0})
+        self.assertEqual([a["loadgen_bound"] for a in res["loadgen_agents"]], [False, True])
+        self.assertTrue(res["validity"]["sustain_loadgen_bound"])
+        self.assertTrue(res["validity"]["loadgen_bound"])
+        reason = next(p["reason"] for p in res["problems"] if p["flag"] == "loadgen-bound")
+        self.assertIn("agent 1 (u@h1, h1) loadgen CPU 95.0% of 1 CPU(s)", reason)
+
+    def test_each_agent_judged_on_its_own_cpu_count(self):
+        # 150% of 4 CPUs is not bound, although 150 >= 90 x 1 would be for a one-CPU host
+        res = self.run_with_agents([(4, 150.0, 0.1, 0), (4, 150.0, 0.1, 0)],
+                                   sustain={"rps": 70000, "target": 70000, "server_cpu": 70.0}, n_lg=1)
+        self.assertFalse(res["validity"]["sustain_loadgen_bound"])
+
+    def test_agent_send_lag_unless_its_connections_were_busy(self):
+        res = self.run_with_agents([(2, 30.0, 3.0, 0), (2, 30.0, 0.1, 0)],
+                                   sustain={"rps": 70000, "target": 70000, "server_cpu": 70.0})
+        self.assertTrue(res["loadgen_agents"][0]["loadgen_bound"])
+        self.assertIn("send lag p99 3.000 ms > 1 ms",
+                      next(p["reason"] for p in res["problems"] if p["flag"] == "loadgen-bound"))
+        res = self.run_with_agents([(2, 30.0, 3.0, 20000), (2, 30.0, 0.1, 0)],
+                                   sustain={"rps": 70000, "target": 70000, "server_cpu": 70.0})
+        self.assertFalse(res["loadgen_agents"][0]["loadgen_bound"])
+        self.assertFalse(res["validity"]["sustain_loadgen_bound"])
+
+    def test_probe_agent_bound_only_when_the_server_is_not_saturated(self):
+        res = self.run_with_agents([(1, 95.0, None, None), (1, 50.0, None, None)],
+                                   probe={"rps": 100000, "server_cpu": 60.0})
+        self.assertTrue(res["validity"]["probe_loadgen_bound"])
+        self.assertEqual(len(res["probe"]["loadgen_agents"]), 2)
+        self.assertIn("loadgen-bound", res["flags"])
+        res = self.run_with_agents([(1, 95.0, None, None), (1, 50.0, None, None)],
+                                   probe={"rps": 100000, "server_cpu": 95.0})
+        self.assertFalse(res["validity"]["probe_loadgen_bound"])
+
+
 class TestVerdict(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp()

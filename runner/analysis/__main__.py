@@ -33,16 +33,22 @@ def _line(run_dir, phase):
 
     def f(v, d=0):
         return "n/a" if not is_num(v) else f"{v:,.{d}f}"
+    def agents(ags):
+        return ", ".join(f"agent {a.get('agent_index')} {f(a.get('loadgen_cpu_pct'), 1)}% of {a.get('cpu_count')}"
+                         for a in ags)
     if phase == "probe":
         p = r.get("probe") or {}
         flags = [fl["reason"] for fl in r.get("problems") or [] if fl["phase"] == "probe"]
+        lg = (f"loadgen CPU {f(p.get('loadgen_cpu_pct'), 1)}% of {cfg.get('loadgen_cpu_count')} CPU(s)"
+              if not p.get("loadgen_agents") else f"loadgen CPU {agents(p['loadgen_agents'])} CPU(s)")
         return (f"{f(p.get('rps'))} req/s, server CPU {f(p.get('server_cpu_pct'), 1)}% of "
-                f"{cfg.get('server_cpu_count')} CPU(s), loadgen CPU {f(p.get('loadgen_cpu_pct'), 1)}% of "
-                f"{cfg.get('loadgen_cpu_count')} CPU(s)" + ("; FLAGGED: " + "; ".join(flags) if flags else ""))
+                f"{cfg.get('server_cpu_count')} CPU(s), {lg}" + ("; FLAGGED: " + "; ".join(flags) if flags else ""))
     flags = [fl["reason"] for fl in r.get("problems") or [] if fl["phase"] == "sustain"]
+    lg = (f"loadgen CPU {f(r.get('loadgen_cpu_pct'), 1)}%" if not r.get("loadgen_agents")
+          else f"loadgen CPU {agents(r['loadgen_agents'])} CPU(s)")
     return (f"{f(r.get('sustained_rps'))} req/s of {f(r.get('target_rps'))}, p99 {f(r.get('latency_p99_ms'), 3)} ms, "
             f"server CPU {f(r.get('server_cpu_pct'), 1)}% ({f(r.get('req_per_cpu_sec'))} req/CPU-s), handler p99 "
-            f"{f(r.get('handler_p99_us'))} us, loadgen CPU {f(r.get('loadgen_cpu_pct'), 1)}%, send lag p99 "
+            f"{f(r.get('handler_p99_us'))} us, {lg}, send lag p99 "
             f"{f(r.get('send_lag_p99_ms'), 3)} ms" + ("; FLAGGED: " + "; ".join(flags) if flags else ""))
 
 

@@ -12,6 +12,13 @@ facts.json (written by runner.sh, field by field as the run goes):
       cpustat: [[busy, total, steal] x 2], wall_s, target_rps (sustain), scrapes (sustain:
       [before, after] file names)},
   stop{rss_kb, code, killed, stop_s}.
+With LOADGEN_HOSTS (load from other hosts, runner/remote.sh) also: loadgen_hosts[] (each
+host's facts: destination, hostname, arch, cpu_model, cores, kernel, remote_dir, agent CPUs,
+threads, connections, what was copied), and in each phase start_at_unix_s, clock[]
+(agent_index, destination, offset_ms, rtt_ms, start_skew_ms, bound_ms) and agents[]
+(agent_index, destination, cpu_count, threads, connections, json, hist, log, exit); the
+phase's loadgen_json is then the agents' merge (loadgen merge), whose agents[] gives each
+agent's own CPU, send lag, completions and errors.
 Clock samples are /proc/uptime seconds; ticks are utime+stime of the server process in
 CLK_TCK units; cpustat sums /proc/stat over the server's CPUs.
 """
@@ -33,7 +40,7 @@ FIELDS = [
     "server_cpu_pct", "server_cpu_s", "req_per_cpu_sec", "server_rss_mb",
     "handler_p99_us", "handler_p50_us",
     "server_cpus_busy_pct", "server_cpus_other_pct", "server_cpus_steal_pct",
-    "loadgen_cpu_pct", "loadgen_cpu_s",
+    "loadgen_cpu_pct", "loadgen_cpu_s", "loadgen_agents", "loadgen_hosts",
     "errors", "errors_total", "status_counts", "unexpected_status_counts", "in_flight_at_end",
     "probe", "server_metrics", "server_exit",
     "config", "host", "versions", "timestamps", "validity", "flags", "problems", "failure",
@@ -106,6 +113,36 @@ def _errors_total(lg):
     return sum(v for v in errs.values() if is_num(v)) if isinstance(errs, dict) else None
 
 
+def agents_figures(run_dir, phase, lg):
+    """Each load agent of PHASE ([] for a local run): the merged JSON's agents[] (its own CPU
+    from getrusage, send lag, completions, errors) joined by agent_index with the runner's
+    facts (ssh destination, CPUs it could use, connections, clock offset) and the agent's own
+    JSON (requests that waited for a connection). Validity is added by the caller."""
+    facts = {a.get("agent_index"): a for a in phase.get("agents") or []}
+    if not facts:
+        return []
+    clock = {c.get("agent_index"): c for c in phase.get("clock") or []}
+    merged = {a.get("agent_index"): a for a in lg.get("agents") or []}
+    out = []
+    for i in sorted(facts, key=lambda k: (k is None, k)):
+        f, m, c = facts[i], merged.get(i) or {}, clock.get(i) or {}
+        own = _load_json(os.path.join(run_dir, f.get("json") or "")) or {}
+        out.append({
+            "agent_index": i, "destination": f.get("destination"), "hostname": m.get("hostname"),
+            "cpu_count": f.get("cpu_count"), "threads": m.get("threads", f.get("threads")),
+            "connections": f.get("connections"),
+            "loadgen_cpu_pct": _round(m["loadgen_cpu_pct"], 2) if is_num(m.get("loadgen_cpu_pct")) else None,
+            "send_lag_p99_ms": m.get("send_lag_p99_ms"), "send_lag_max_ms": m.get("send_lag_max_ms"),
+            "requests_completed": m.get("requests_completed"), "errors_total": m.get("errors_total"),
+            "requests_waited_for_connection": own.get("requests_waited_for_connection"),
+            "elapsed_s": m.get("elapsed_s"),
+            "clock_offset_ms": c.get("offset_ms"), "clock_rtt_ms": c.get("rtt_ms"),
+            "start_skew_ms": c.get("start_skew_ms"), "start_skew_bound_ms": c.get("bound_ms"),
+            "exit": f.get("exit"), "loadgen_bound": None,
+        })
+    return out
+
+
 def phase_figures(run_dir, phase, clk_tck, n_srv):
     """The figures common to every phase: load generator JSON, server CPU, contention."""
     lg = _load_json(os.path.join(run_dir, phase.get("loadgen_json") or "")) or {}
@@ -129,7 +166,7 @@ def phase_figures(run_dir, phase, clk_tck, n_srv):
         "connections_established": lg.get("connections_established"),
         "connections_failed": lg.get("connections_failed"),
         "latency": lg.get("latency_ms") or {}, "service": lg.get("service_time_ms") or {},
-        "have_loadgen": bool(lg),
+        "have_loadgen": bool(lg), "agents": agents_figures(run_dir, phase, lg),
     }
     fig.update(contention(phase, n_srv, cpu_pct))
     return fig
@@ -140,7 +177,7 @@ def build(run_dir):
     facts = _load_json(os.path.join(run_dir, "facts.json")) or {}
     res = {k: None for k in FIELDS}
     for k in ("server", "scenario", "kind", "batch", "run", "repeat", "sweep", "config", "host", "versions",
-              "timestamps", "failure"):
+              "timestamps", "failure", "loadgen_hosts"):
         res[k] = facts.get(k)
     res["validity"] = {k: None for k in VALIDITY}
     cfg = facts.get("config") or {}
@@ -173,9 +210,13 @@ def build(run_dir):
                 "json": probe_f.get("loadgen_json"), "histogram": probe_f.get("histogram"),
             }
             sat = rules.saturated(probe, n_srv)
+            if f["agents"]:
+                probe["loadgen_agents"] = rules.judge_agents(f["agents"], closed_loop=True, server_saturated=sat)
+                bound = rules.agents_loadgen_bound(probe["loadgen_agents"])
+            else:
+                bound = rules.loadgen_bound(probe, n_lg, closed_loop=True, server_saturated=sat)
             probe["validity"] = {
-                "saturated": sat,
-                "loadgen_bound": rules.loadgen_bound(probe, n_lg, closed_loop=True, server_saturated=sat),
+                "saturated": sat, "loadgen_bound": bound,
                 "clean": rules.clean(probe), "quiet": rules.quiet(probe, n_srv)}
             res["probe"] = probe
             res["saturation_rps"] = f["achieved_rps"]
@@ -208,7 +249,11 @@ def build(run_dir):
                       "server_cpus_busy_pct", "server_cpus_other_pct", "server_cpus_steal_pct"):
                 res[k] = f[k]
             val["rate_held"] = rules.rate_held(res["sustained_rps"], res["target_rps"])
-            val["sustain_loadgen_bound"] = rules.loadgen_bound(res, n_lg, closed_loop=False)
+            if f["agents"]:
+                res["loadgen_agents"] = rules.judge_agents(f["agents"], closed_loop=False)
+                val["sustain_loadgen_bound"] = rules.agents_loadgen_bound(res["loadgen_agents"])
+            else:
+                val["sustain_loadgen_bound"] = rules.loadgen_bound(res, n_lg, closed_loop=False)
         scrapes = sus_f.get("scrapes") or []
         if len(scrapes) == 2 and all(os.path.exists(os.path.join(run_dir, s)) for s in scrapes):
             before, after = (promtext.read(os.path.join(run_dir, s)) for s in scrapes)

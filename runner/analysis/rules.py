@@ -53,6 +53,45 @@ def loadgen_bound(phase, n_loadgen_cpus, closed_loop, server_saturated=None):
     return cpu_bound or lag_bound(phase)
 
 
+def judge_agents(agents, closed_loop, server_saturated=None):
+    """AGENTS (result.json's loadgen_agents entries) with each one's loadgen_bound set by the
+    single-host rule (loadgen_bound) on its own figures and its own CPU count (cpu_count)."""
+    return [dict(a, loadgen_bound=loadgen_bound(a, a.get("cpu_count") or 1, closed_loop, server_saturated))
+            for a in agents]
+
+
+def agents_loadgen_bound(agents):
+    """A phase with several load agents is loadgen-bound when any agent is; None when no
+    agent could be judged."""
+    bounds = [a.get("loadgen_bound") for a in agents]
+    if all(b is None for b in bounds):
+        return None
+    return any(b is True for b in bounds)
+
+
+def agent_name(a):
+    """'agent I (destination, hostname)' for reasons."""
+    where = ", ".join(str(x) for x in (a.get("destination"), a.get("hostname")) if x)
+    return f"agent {a.get('agent_index')}" + (f" ({where})" if where else "")
+
+
+def agents_bound_reason(agents):
+    """Why each loadgen-bound agent is, in figures: 'agent 1 (u@h, h) loadgen CPU 95.0% of
+    1 CPU(s)' and/or 'send lag p99 3.000 ms > 1 ms'."""
+    out = []
+    for a in agents:
+        if not a.get("loadgen_bound"):
+            continue
+        why = []
+        n = a.get("cpu_count") or 1
+        if is_num(a.get("loadgen_cpu_pct")) and a["loadgen_cpu_pct"] >= LOADGEN_CPU_PCT * n:
+            why.append(f"loadgen CPU {fmt_pct(a['loadgen_cpu_pct'])} of {n} CPU(s)")
+        if lag_bound(a):
+            why.append(f"send lag p99 {a['send_lag_p99_ms']:.3f} ms > {SEND_LAG_P99_MS:g} ms")
+        out.append(agent_name(a) + " " + ", ".join(why))
+    return "; ".join(out)
+
+
 def lag_bound(phase):
     """True when a constant-rate phase sent late on its own account (see loadgen_bound)."""
     lag = phase.get("send_lag_p99_ms")
@@ -109,7 +148,11 @@ def probe_problems(run):
     n_lg = (run.get("config") or {}).get("loadgen_cpu_count") or 1
     val = probe.get("validity") or {}
     out = []
-    if val.get("loadgen_bound"):
+    if val.get("loadgen_bound") and probe.get("loadgen_agents"):
+        out.append(("loadgen-bound", f"a load agent saturated first in the probe ("
+                    f"{agents_bound_reason(probe['loadgen_agents'])}; server CPU "
+                    f"{fmt_pct(probe.get('server_cpu_pct'))} of {n_srv})"))
+    elif val.get("loadgen_bound"):
         out.append(("loadgen-bound", f"the load generator saturated first in the probe (loadgen CPU "
                     f"{fmt_pct(probe.get('loadgen_cpu_pct'))} of {n_lg} CPU(s), server CPU "
                     f"{fmt_pct(probe.get('server_cpu_pct'))} of {n_srv})"))
@@ -139,7 +182,10 @@ def sustain_problems(run):
     n_srv = (run.get("config") or {}).get("server_cpu_count") or 1
     n_lg = (run.get("config") or {}).get("loadgen_cpu_count") or 1
     out = []
-    if val.get("sustain_loadgen_bound"):
+    if val.get("sustain_loadgen_bound") and run.get("loadgen_agents"):
+        out.append(("loadgen-bound", "a load agent could not keep its schedule ("
+                    + agents_bound_reason(run["loadgen_agents"]) + ")"))
+    elif val.get("sustain_loadgen_bound"):
         why = []
         if is_num(run.get("loadgen_cpu_pct")) and run["loadgen_cpu_pct"] >= LOADGEN_CPU_PCT * n_lg:
             why.append(f"loadgen CPU {fmt_pct(run['loadgen_cpu_pct'])} of {n_lg} CPU(s)")

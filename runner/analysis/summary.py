@@ -162,7 +162,8 @@ def build_index(batch_dir, target=None, generated=None):
     ends = [r["timestamps"]["end"] for r in runs if (r.get("timestamps") or {}).get("end")]
     cfg_keys = ("mode", "server_cpus", "loadgen_cpus", "server_cpu_count", "loadgen_cpu_count", "cpus_disjoint",
                 "server_threads", "actor_workers", "group_commit", "wrk_conns", "wrk_threads", "loadgen_tick_us",
-                "probe_warmup_sec", "probe_sec", "warmup_sec", "measure_sec", "sat_ratio", "seed_users")
+                "probe_warmup_sec", "probe_sec", "warmup_sec", "measure_sec", "sat_ratio", "seed_users",
+                "server_addr", "loadgen_hosts", "agent_cpus", "max_start_skew_ms")
     return {
         "schema": 2, "batch": os.path.basename(os.path.normpath(batch_dir)),
         "generated": generated or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -172,6 +173,7 @@ def build_index(batch_dir, target=None, generated=None):
         "timestamps": {"start": matrix.get("started") or (min(starts) if starts else None),
                        "end": matrix.get("ended") or (max(ends) if ends else None)},
         "host": (first or {}).get("host"), "versions": (first or {}).get("versions"),
+        "loadgen_hosts": (first or {}).get("loadgen_hosts"),
         "config": None if first is None else {k: (first.get("config") or {}).get(k) for k in cfg_keys},
         "equal_load_config": {"warmup_sec": matrix.get("equal_load_warmup_sec"),
                               "measure_sec": matrix.get("equal_load_measure_sec")},
@@ -236,8 +238,11 @@ def render_markdown(index):
     gc = cfg.get("group_commit")
     w(f"Configuration: server CPUs {cfg.get('server_cpus') or '?'} (server threads: {cfg.get('server_threads') or '?'}"
       f"{'' if cfg.get('actor_workers') is None else ', actor workers: ' + str(cfg.get('actor_workers'))}), "
-      f"loadgen CPUs {cfg.get('loadgen_cpus') or '?'} (loadgen threads: {cfg.get('wrk_threads') or '?'}), "
-      f"{cfg.get('wrk_conns') or '?'} connections, probe {cfg.get('probe_warmup_sec')}+{cfg.get('probe_sec')} s closed "
+      + (f"loadgen CPUs {cfg.get('loadgen_cpus') or '?'} (loadgen threads: {cfg.get('wrk_threads') or '?'}), "
+         if not cfg.get("loadgen_hosts") else
+         f"load from {len(cfg['loadgen_hosts'])} hosts over ssh ({', '.join(cfg['loadgen_hosts'])}; agent CPUs "
+         f"{cfg.get('agent_cpus') or 'all'}; start skew <= {cfg.get('max_start_skew_ms')} ms), ")
+      + f"{cfg.get('wrk_conns') or '?'} connections, probe {cfg.get('probe_warmup_sec')}+{cfg.get('probe_sec')} s closed "
       f"loop x {index.get('repeats') or 1} per server (interleaved), sustain {cfg.get('warmup_sec')}+"
       f"{cfg.get('measure_sec')} s at SAT_RATIO {index.get('sat_ratio')} x saturation, equal load "
       f"{elc.get('warmup_sec')}+{elc.get('measure_sec')} s, POST commits: "
