@@ -3,7 +3,7 @@
 # missing: one profile per command (build, test, run, bench, ci, dev). A no-op (one
 # dpkg-query) when everything is there. apt-get runs as root, else through sudo, with
 # DEBIAN_FRONTEND=noninteractive kept; with neither it says what to run as root, exit 1.
-# Installs nothing outside Debian's archive, and starts no service (nginx stays off).
+# Installs nothing outside Debian's archive, and starts no service (nginx and sshd stay off).
 set -euo pipefail
 
 DEPS_SKIP="${DEPS_SKIP:-0}"             # 1: check nothing, install nothing (packagers, offline)
@@ -16,9 +16,10 @@ APT_LOCK_TIMEOUT="${APT_LOCK_TIMEOUT:-300}"  # seconds to wait for another apt/d
 BUILD_PKGS="gcc libc6-dev make pkg-config libuv1-dev libck-dev libsqlite3-dev libjansson-dev libcmocka-dev node-llhttp"
 # make test: the python and shell tests, the runner and report tests (curl, jq, gnuplot,
 # taskset, pkill, git for the recorded commit, shellcheck over the runner's scripts), the
-# sqlite3 CLI (durability checks), ip, and ab (a second HTTP client for the conformance
-# tests, used when installed).
-TEST_PKGS="$BUILD_PKGS python3 curl jq sqlite3 gnuplot-nox git shellcheck procps iproute2 util-linux apache2-utils"
+# sqlite3 CLI (durability checks), ip, ab (a second HTTP client for the conformance
+# tests, used when installed), and sshd/ssh (tests/it_distributed.sh: load hosts in network
+# namespaces; it starts its own sshd, the system's stays off).
+TEST_PKGS="$BUILD_PKGS python3 curl jq sqlite3 gnuplot-nox git shellcheck procps iproute2 util-linux apache2-utils openssh-server openssh-client"
 # run_all.sh / runner.sh: build, then run, sample and report.
 RUN_PKGS="$BUILD_PKGS python3 curl jq gnuplot-nox procps util-linux"
 # bench/vs-nginx.sh, bench/loadgen-vs-wrk.sh: the cross-checks against nginx and wrk.
@@ -29,7 +30,7 @@ CI_PKGS="$TEST_PKGS clang libclang-rt-14-dev"
 DEV_PKGS="$CI_PKGS valgrind"
 PROFILES="build test run bench ci dev"
 # Packages whose install would start a system service: installed with services held off.
-SERVICE_PKGS="nginx-light nginx nginx-common"
+SERVICE_PKGS="nginx-light nginx nginx-common openssh-server"
 
 usage() {
     cat <<USAGE
@@ -46,7 +47,7 @@ not root; a no-op when everything is there). Profiles:
   --list    print the packages of the profiles, one a line, and exit
 Environment: DEPS_SKIP=1 (do nothing), DEPS_EXTRA (more packages),
   APT_LOCK_TIMEOUT ($APT_LOCK_TIMEOUT s).
-Installing nginx-light does not start or enable a system nginx.
+Installing nginx-light or openssh-server does not start a system nginx or sshd.
 Exit status: 0 everything present (or installed), 1 missing and not installed, 2 usage.
 USAGE
 }
@@ -130,8 +131,8 @@ MSG
     as_root=(sudo env DEBIAN_FRONTEND=noninteractive)
 fi
 
-# Services: Debian's nginx packages start nginx on port 80 when installed (invoke-rc.d, or
-# deb-systemd-invoke on systemd). A policy-rc.d that denies every action (101) holds
+# Services: Debian's nginx packages start nginx on port 80 when installed, openssh-server
+# starts sshd on port 22 (invoke-rc.d, or deb-systemd-invoke on systemd). A policy-rc.d that denies every action (101) holds
 # them off while apt runs; afterwards the service is disabled so that no boot starts it.
 policy=/usr/sbin/policy-rc.d
 own_policy=0 service_pkgs=()
@@ -156,14 +157,20 @@ if ! "${as_root[@]}" apt-get -qq "${lock[@]}" update >&2 ||
     exit 1
 fi
 
-if [[ ${#service_pkgs[@]} -gt 0 ]]; then
+# service_of PKG: the system service a package in SERVICE_PKGS would start.
+service_of() { case "$1" in openssh-server) echo ssh ;; *) echo nginx ;; esac; }
+done_svcs=" "
+for pkg in "${service_pkgs[@]}"; do
+    svc=$(service_of "$pkg")
+    [[ "$done_svcs" == *" $svc "* ]] && continue
+    done_svcs+="$svc "
     if [[ -d /run/systemd/system ]] && command -v systemctl >/dev/null; then
-        "${as_root[@]}" systemctl disable --now nginx.service >/dev/null 2>&1 || true
-    elif [[ -x /etc/init.d/nginx ]] && command -v update-rc.d >/dev/null; then
-        "${as_root[@]}" update-rc.d nginx disable >/dev/null 2>&1 || true
+        "${as_root[@]}" systemctl disable --now "$svc.service" >/dev/null 2>&1 || true
+    elif [[ -x "/etc/init.d/$svc" ]] && command -v update-rc.d >/dev/null; then
+        "${as_root[@]}" update-rc.d "$svc" disable >/dev/null 2>&1 || true
     fi
-    echo "deps.sh: nginx installed for bench/ only: the system service is not started and is disabled" >&2
-fi
+    echo "deps.sh: $pkg installed for bench/ or tests only: the system $svc service is not started and is disabled" >&2
+done
 
 mapfile -t missing < <(missing_packages)
 if [[ ${#missing[@]} -gt 0 ]]; then
