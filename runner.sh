@@ -39,7 +39,7 @@ LOADGEN_CPUS="${LOADGEN_CPUS:-}"          # default: second half
 SAT_RATIO="${SAT_RATIO:-0.7}"             # sustained rate = SAT_RATIO x saturation
 BEARER="${BEARER:-test-token-aaaaaaaaaaaaaaaaaaaa}"
 ACTOR_WORKERS="${ACTOR_WORKERS:-}"        # actor-server --workers (unset: server default 0)
-GROUP_COMMIT="${GROUP_COMMIT:-}"          # --group-commit N for both servers (unset: server default 1)
+GROUP_COMMIT="${GROUP_COMMIT:-}"          # --group-commit N for actor-server (unset: server default 1)
 SEED_USERS="${SEED_USERS:-10000}"         # must match the mix files' id range
 REQ_TIMEOUT_SEC="${REQ_TIMEOUT_SEC:-10}"  # loadgen per-request timeout
 LOADGEN_TICK="${LOADGEN_TICK:-}"          # loadgen --tick at a constant rate (unset: its default)
@@ -100,7 +100,8 @@ Environment (an option beats it; it beats --quick/--smoke):
   WARMUP_SEC (30) MEASURE_SEC (60) PROBE_SEC (30) PROBE_WARMUP_SEC (5) WRK_CONNS (256)
   WRK_THREADS (CPUs in LOADGEN_CPUS) SERVER_CPUS / LOADGEN_CPUS (the affinity mask split in
   two halves, server first) SAT_RATIO (0.7) BEARER ACTOR_WORKERS GROUP_COMMIT (1: every POST
-  committed alone, in both servers) SEED_USERS (10000) REQ_TIMEOUT_SEC (10) LOADGEN_TICK
+  committed alone, in both servers; N > 1: the actor server's store actor commits up to N
+  POSTs together, async-server stays at 1) SEED_USERS (10000) REQ_TIMEOUT_SEC (10) LOADGEN_TICK
   STOP_TIMEOUT_SEC (5) RESULTS_DIR MIX_DIR BUILD (build) RUNNER_BUILD (1) PORT
   TARGET_RPS (skip the probe and sustain this rate: run_all's equal-load runs)
   PROBE_ONLY (1: as --probe-only) REPEAT (the probe repeat number to record)
@@ -365,7 +366,7 @@ setup_run() {
          server_cpus: $server_cpus, loadgen_cpus: $loadgen_cpus, server_cpu_count: $n_server,
          loadgen_cpu_count: $n_loadgen, cpus_disjoint: $disjoint, server_threads: $n_server,
          actor_workers: (if $bin == "actor-server" then (if $workers == "" then 0 else ($workers | tonumber) end) else null end),
-         group_commit: (if $gc == "" then 1 else ($gc | tonumber) end),
+         group_commit: (if $gc == "" or $bin != "actor-server" then 1 else ($gc | tonumber) end),
          wrk_conns: $conns, wrk_threads: $threads, pipeline: 1,
          loadgen_tick: (if $tick == "" then null else $tick end),
          probe_warmup_sec: $pwarm, probe_sec: $probe, warmup_sec: $warm, measure_sec: $meas,
@@ -424,7 +425,8 @@ phase_start() {
         args+=(--db "$run_dir/server.db")
     fi
     if [[ "$bin_name" == actor-server && -n "$ACTOR_WORKERS" ]]; then args+=(--workers "$ACTOR_WORKERS"); fi
-    if [[ -n "$GROUP_COMMIT" ]]; then args+=("--group-commit=$GROUP_COMMIT"); fi
+    # group commit is the actor server's store actor's (async-server accepts only 1)
+    if [[ "$bin_name" == actor-server && -n "$GROUP_COMMIT" ]]; then args+=("--group-commit=$GROUP_COMMIT"); fi
     printf '%q ' taskset -c "$SERVER_CPUS" "$server_bin" "${args[@]}" >"$run_dir/server.cmd"
     echo >>"$run_dir/server.cmd"
     local t_start ready_rc=0

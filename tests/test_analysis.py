@@ -43,8 +43,9 @@ def loadgen_doc(rps, window_s=10.0, cpu_pct=50.0, errors=0, p99=1.0, lag_p99=Non
 class Batch:
     """A batch folder built from raw facts, as runner.sh and run_all.sh write them."""
 
-    def __init__(self, root, name, mode="quick", repeats=3, target=0.5):
+    def __init__(self, root, name, mode="quick", repeats=3, target=0.5, group_commit=1):
         self.dir = os.path.join(root, name)
+        self.group_commit = group_commit  # the actor server's (runner.sh records 1 for async-server)
         os.makedirs(self.dir)
         self.mode = mode
         self.runs = []
@@ -65,7 +66,8 @@ class Batch:
                  "repeat": repeat if kind not in ("equal-load", "sweep") else None, "sweep": sweep,
                  "config": {"mode": self.mode, "server_cpu_count": N_SRV, "loadgen_cpu_count": N_LG,
                             "server_cpus": "0", "loadgen_cpus": "1", "server_threads": 1, "wrk_conns": 256,
-                            "wrk_threads": 1, "sat_ratio": 0.7, "group_commit": 1},
+                            "wrk_threads": 1, "sat_ratio": 0.7,
+                            "group_commit": self.group_commit if server.startswith("actor") else 1},
                  "host": {"hostname": "fixture", "cores": 2, "cpu_model": "Fixture CPU", "kernel": "6"},
                  "versions": {"git_commit": "0" * 40, "git_dirty": False},
                  "timestamps": {"start": "2026-12-01T00:00:00Z", "end": "2026-12-01T00:00:30Z"},
@@ -487,6 +489,18 @@ class TestVerdict(unittest.TestCase):
         with open(os.path.join(b.dir, "summary.md"), encoding="utf-8") as fh:
             md = fh.read()
         self.assertIn("Smoke run: checks the pipeline, too short to mean anything", md)
+
+    def test_group_commit_is_named_as_the_actor_servers_only(self):
+        for gc, words in ((1, "POST commits: each alone (group commit off)"),
+                          (16, "POST commits: up to 16 per transaction in actor-server (group commit), each alone "
+                               "in async-server")):
+            b = self.batch(name=f"gc{gc}", group_commit=gc)
+            b.scenario("s1", [90000] * 3, [100000] * 3, eq=(1e5, 1e5))
+            b.scenario("s2", [90000] * 3, [100000] * 3, eq=(1e5, 1e5))
+            idx = b.summarize()
+            self.assertEqual(idx["config"]["group_commit"], gc)
+            with open(os.path.join(b.dir, "summary.md"), encoding="utf-8") as fh:
+                self.assertIn(words, fh.read())
 
     def test_loadgen_limited_latency_is_marked_in_the_summary(self):
         b = self.batch()

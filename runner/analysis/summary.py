@@ -174,7 +174,10 @@ def build_index(batch_dir, target=None, generated=None):
                        "end": matrix.get("ended") or (max(ends) if ends else None)},
         "host": (first or {}).get("host"), "versions": (first or {}).get("versions"),
         "loadgen_hosts": (first or {}).get("loadgen_hosts"),
-        "config": None if first is None else {k: (first.get("config") or {}).get(k) for k in cfg_keys},
+        "config": None if first is None else {
+            **{k: (first.get("config") or {}).get(k) for k in cfg_keys},
+            # the batch's group commit: the actor server's (async-server always commits alone)
+            "group_commit": max([(r.get("config") or {}).get("group_commit") or 1 for r in runs] or [1])},
         "equal_load_config": {"warmup_sec": matrix.get("equal_load_warmup_sec"),
                               "measure_sec": matrix.get("equal_load_measure_sec")},
         "thresholds": {"saturated_cpu_pct": rules.SATURATED_CPU_PCT, "loadgen_cpu_pct": rules.LOADGEN_CPU_PCT,
@@ -246,7 +249,7 @@ def render_markdown(index):
       f"loop x {index.get('repeats') or 1} per server (interleaved), sustain {cfg.get('warmup_sec')}+"
       f"{cfg.get('measure_sec')} s at SAT_RATIO {index.get('sat_ratio')} x saturation, equal load "
       f"{elc.get('warmup_sec')}+{elc.get('measure_sec')} s, POST commits: "
-      f"{'each alone (group commit off)' if gc in (None, 1) else f'up to {gc} per transaction in both servers'}.")
+      f"{'each alone (group commit off)' if gc in (None, 1) else f'up to {gc} per transaction in actor-server (group commit), each alone in async-server'}.")
     w("")
     head = v["headline"][len(v["overall"]):] if v["headline"].startswith(v["overall"]) else ": " + v["headline"]
     w(f"**Verdict: {v['overall']}**{' (smoke run, not a result)' if index.get('smoke') else ''}{head}")
