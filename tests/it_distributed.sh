@@ -8,6 +8,7 @@
 # (by pid) and the temporary folder. Prints one SKIP line where it cannot run (not root, no
 # `ip netns`, no sshd); fails (never skips) without build/loadgen or build/async-server.
 # shellcheck disable=SC2016,SC2317  # jq filters bind their own $vars; functions run through ok
+# test-timeout: 600
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

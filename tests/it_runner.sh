@@ -7,6 +7,7 @@
 # The end-to-end part needs build/async-server, build/actor-server and build/loadgen and
 # fails (never skips) without them. Results go to a temporary folder, removed at the end.
 # shellcheck disable=SC2016  # single-quoted jq filters bind $n_srv and $n_lg themselves
+# test-timeout: 600
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

@@ -8,6 +8,7 @@
 # default rates. Needs build/{actor,async}-server and build/loadgen (fails, never skips,
 # without them). Results go to a temporary folder, removed at the end.
 # shellcheck disable=SC2016  # single-quoted jq filters bind their own $variables
+# test-timeout: 600
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

@@ -7,6 +7,8 @@
 # when some "ok" lines were "# SKIP" (counted as skipped, not passed).
 # A program that exits non-zero or times out without a "not ok" line counts one failure.
 # Raises the open-file soft limit to the hard one first (every test inherits it).
+# A script may ask for a longer budget with a line "# test-timeout: SECONDS" in its first
+# 20 lines (the runner's batch tests run whole smoke batches); TEST_TIMEOUT is the default.
 set -euo pipefail
 
 BUILD="${BUILD:-build}"
@@ -73,8 +75,12 @@ for p in "${progs[@]}"; do
     [[ $skip -eq 1 ]] && continue
     log="$LOG_DIR/$name.log"
     start=$(date +%s)
-    rc=0
-    timeout --kill-after=10 "$TEST_TIMEOUT" "$p" >"$log" 2>&1 || rc=$?
+    rc=0 budget=$TEST_TIMEOUT
+    if [[ "$p" != "$BUILD"/* ]]; then
+        b=$(head -n 20 "$p" | sed -n 's/^# test-timeout: \([1-9][0-9]*\)$/\1/p' | head -n 1)
+        [[ -z "$b" || "$b" -le "$budget" ]] || budget=$b
+    fi
+    timeout --kill-after=10 "$budget" "$p" >"$log" 2>&1 || rc=$?
     secs=$(( $(date +%s) - start ))
     ok=$(grep -cE '^ok ' "$log" || true)
     nskip=$(grep -cE '^ok .*# *SKIP' "$log" || true)
@@ -83,7 +89,7 @@ for p in "${progs[@]}"; do
     if [[ $rc -ne 0 && $nok -eq 0 ]]; then
         nok=1
         if [[ $rc -eq 124 || $rc -eq 137 ]]; then
-            echo "not ok - $name timed out after ${TEST_TIMEOUT}s" >>"$log"
+            echo "not ok - $name timed out after ${budget}s" >>"$log"
         else
             echo "not ok - $name exited $rc" >>"$log"
         fi
