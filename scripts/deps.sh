@@ -16,10 +16,10 @@ APT_LOCK_TIMEOUT="${APT_LOCK_TIMEOUT:-300}"  # seconds to wait for another apt/d
 BUILD_PKGS="gcc libc6-dev make pkg-config libuv1-dev libck-dev libsqlite3-dev libjansson-dev libcmocka-dev node-llhttp"
 # make test: the python and shell tests, the runner and report tests (curl, jq, gnuplot,
 # taskset, pkill, git for the recorded commit, shellcheck over the runner's scripts), the
-# sqlite3 CLI (durability checks), ip, ab (a second HTTP client for the conformance
-# tests, used when installed), and sshd/ssh (tests/it_distributed.sh: load hosts in network
+# sqlite3 CLI (durability checks), ip, ab and wrk (real clients for the conformance tests,
+# used when installed; small), and sshd/ssh (tests/it_distributed.sh: load hosts in network
 # namespaces; it starts its own sshd, the system's stays off).
-TEST_PKGS="$BUILD_PKGS python3 curl jq sqlite3 gnuplot-nox git shellcheck procps iproute2 util-linux apache2-utils openssh-server openssh-client"
+TEST_PKGS="$BUILD_PKGS python3 curl jq sqlite3 gnuplot-nox git shellcheck procps iproute2 util-linux apache2-utils wrk openssh-server openssh-client"
 # run_all.sh / runner.sh: build, then run, sample and report.
 RUN_PKGS="$BUILD_PKGS python3 curl jq gnuplot-nox procps util-linux"
 # bench/vs-nginx.sh, bench/loadgen-vs-wrk.sh: the cross-checks against nginx and wrk.
