@@ -78,7 +78,8 @@ HELPER_BINS := $(HELPER_SRC:tests/helpers/%.c=$(BUILD)/tests/helpers/%)
 # relinks every time).
 .SECONDARY:
 
-.PHONY: all binaries deps test check-tsan check-asan clean bench-micro bench-instr fuzz
+.PHONY: all binaries deps test check-tsan check-asan clean bench-micro bench-instr \
+        bench-contention fuzz
 # pkg-config and the llhttp paths are read when make reads this file: on a machine where
 # deps.sh has just installed them, only a make started after it sees them, so `all` and
 # `test` run deps.sh, then build `binaries` in a second make.
@@ -146,8 +147,7 @@ clean:
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
 # ---- bench (bench/README.md): micro-benchmarks of the request path, no sockets ----
-BENCH_SRC := $(sort $(wildcard bench/*.c))
-BENCH_OBJ := $(BENCH_SRC:%.c=$(BUILD)/obj/%.o)
+BENCH_OBJ := $(BUILD)/obj/bench/micro.o
 
 $(BUILD)/bench/micro: $(BENCH_OBJ) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
@@ -155,6 +155,14 @@ $(BUILD)/bench/micro: $(BENCH_OBJ) $(LIBCOMMON)
 
 bench-micro: $(BUILD)/bench/micro
 	@BUILD=$(BUILD) bench/micro.sh $(BENCH_ARGS)
+
+# message passing against mutex contention, no sockets (bench/contention.sh)
+$(BUILD)/bench/contention: $(BUILD)/obj/bench/contention.o $(ACTOR_LIB_OBJ) $(LIBCOMMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+bench-contention: $(BUILD)/bench/contention
+	@BUILD=$(BUILD) bench/contention.sh $(BENCH_ARGS)
 
 # whole-server instructions per request under callgrind (bench/instr-per-req.sh)
 bench-instr: $(BUILD)/async-server $(BUILD)/actor-server
