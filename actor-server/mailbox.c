@@ -1,5 +1,6 @@
 /* mailbox: bounded MPSC message queue on ck_ring (see mailbox.h). Does not wake or
- * schedule anybody. Invariant: one consumer at a time; producers never block.
+ * schedule anybody. Invariant: one consumer at a time; the consumer never waits, a
+ * producer waits only for earlier producers to publish (mailbox_commit).
  * Under ThreadSanitizer, ck_pr's inline assembly is invisible, so the ring's own slot
  * accesses are hidden from TSan and the push -> pop edge is declared explicitly. */
 #include "mailbox.h"

@@ -1,7 +1,9 @@
 /* mailbox: a bounded multi-producer, single-consumer queue of `void *` messages on a
  * Concurrency Kit ring (ck_ring_enqueue_reserve_mpmc + an in-order commit that yields
- * when it waits; ck_ring_dequeue_mpsc). No locks and no allocation per message; it does
- * not wake anybody (that is the actor's job).
+ * when it waits; ck_ring_dequeue_mpsc). No mutex and no allocation per message, but not
+ * lock-free: a producer preempted between reserving and publishing its slot stalls later
+ * producers (SPEC "Mailbox progress guarantee"); the consumer never waits. It does not
+ * wake anybody (that is the actor's job).
  * Invariant: any thread may push and read the depth; exactly one thread at a time pops. */
 #ifndef ACTOR_MAILBOX_H
 #define ACTOR_MAILBOX_H
@@ -25,11 +27,13 @@ void mailbox_destroy(struct mailbox *mb);
 
 /* Enqueues msg (not NULL; the pointer is stored, never dereferenced: ownership passes
  * to whoever pops it). Returns 0, or -EAGAIN when the mailbox is full (nothing queued,
- * the caller still owns msg). Any thread, lock-free. */
+ * the caller still owns msg). Any thread. Blocking: waits (spin, then sched_yield) until
+ * every producer that reserved a slot before this one has published it. */
 int mailbox_push(struct mailbox *mb, void *msg);
 
-/* Dequeues the oldest message into *msg. Returns 0, or -EAGAIN when empty. Only the one
- * consumer thread of this mailbox may call it. Messages from one producer come out in
+/* Dequeues the oldest published message into *msg. Returns 0, or -EAGAIN when empty
+ * (or only reserved, unpublished slots). Wait-free. Only the one consumer thread of this
+ * mailbox may call it. Messages from one producer come out in
  * the order that producer pushed them. */
 int mailbox_pop(struct mailbox *mb, void **msg);
 
