@@ -3,7 +3,8 @@
 #                   (servers, loadgen, tests); the binaries are built by a second make
 #                   started after deps.sh, which finds what deps.sh just installed
 #   make test       install missing build and test deps, build, run every test (tests/run.sh)
-#   make check-tsan actor runtime tests under ThreadSanitizer (build-tsan/)
+#   make check-tsan actor runtime tests, it_actor.py and the contract suite at --threads 4
+#                   under ThreadSanitizer (build-thread/)
 #   SANITIZER=address|undefined|thread   build with that sanitizer (into build-$(SANITIZER)/)
 #   WERROR=1        warnings are errors (CI)
 
@@ -130,9 +131,13 @@ test:
 	@$(MAKE) --no-print-directory binaries
 	@BUILD=$(BUILD) tests/run.sh
 
+# The actor runtime's unit tests (topology included), then it_actor.py and the contract
+# suite at --threads 4 (both servers) on the TSan build: races under real parallelism.
 check-tsan:
 	@$(MAKE) --no-print-directory SANITIZER=thread all
 	@BUILD=build-thread TEST_FILTER=actor tests/run.sh --unit-only
+	@BUILD=build-thread TEST_FILTER=it_actor tests/run.sh --it-only
+	@BUILD=build-thread TEST_FILTER=it_contract_t4 tests/run.sh --it-only
 
 # ASan+UBSan: unit tests and the server suites (the runner, sweep, distributed, report and
 # loadgen suites measure speed-shaped behaviour or only the Python analysis, and are left to
