@@ -4,11 +4,15 @@
  * store actor on its own worker, from T client actors on T workers, through the real
  * mailboxes and schedulers. Prints ops/s and p50/p99 per operation for each T, then the
  * cost of one hop (raw mailbox push+pop; an actor hop on the cross-thread path and on the
- * same-thread path; a cross-thread ping-pong). --hop-only N runs N hops of one kind with
- * callgrind collecting only them (bench/contention.sh turns that into instructions/hop). */
+ * same-thread path; a cross-thread ping-pong). --queues compares the mailbox ring with a
+ * bounded queue whose producers cannot block each other (Vyukov's per-slot sequence
+ * numbers, here in C11 atomics): T producer threads into one consumer, throughput and push
+ * latency. --hop-only KIND runs N hops of one kind with callgrind collecting only them
+ * (bench/contention.sh turns that into instructions/hop). */
 #include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,7 +44,8 @@ struct config {
     double seconds;
     enum store_kind store;
     unsigned long hop_iters;
-    const char *hop_only; /* NULL, or "mailbox", "remote", "local" */
+    const char *hop_only; /* NULL, or "mailbox", "remote", "local", "vyukov" */
+    int queues;           /* --queues: the ring against the Vyukov queue only */
 };
 
 /* One thread's (or client actor's) figures: a latency histogram (ns) per operation. */
@@ -497,18 +502,209 @@ static double hop_pingpong(unsigned long iters)
     return (double)(t1 - t0) / (double)(2 * iters + 1);
 }
 
+/* ---- a bounded MPSC queue whose producers never wait for each other (the alternative) --- */
+
+/* Vyukov's bounded queue: a producer claims slot `pos` with one CAS on the tail when the
+ * slot's sequence says it is free, writes, then publishes with a release store of the
+ * sequence. A producer preempted after its CAS delays nobody else's push; the consumer sees
+ * the queue end at that slot until it is published (the wait moves to the consumer). */
+struct vq_cell {
+    atomic_size_t seq;
+    void *data;
+};
+
+struct vq {
+    struct vq_cell *cells;
+    size_t mask;
+    _Alignas(64) atomic_size_t tail;
+    _Alignas(64) size_t head; /* consumer only */
+};
+
+static void vq_init(struct vq *q, size_t size)
+{
+    q->cells = xcalloc(size, sizeof *q->cells);
+    q->mask = size - 1;
+    for (size_t i = 0; i < size; i++)
+        atomic_init(&q->cells[i].seq, i);
+    atomic_init(&q->tail, 0);
+    q->head = 0;
+}
+
+static int vq_push(struct vq *q, void *msg)
+{
+    size_t pos = atomic_load_explicit(&q->tail, memory_order_relaxed);
+
+    for (;;) {
+        struct vq_cell *c = &q->cells[pos & q->mask];
+        size_t seq = atomic_load_explicit(&c->seq, memory_order_acquire);
+        intptr_t dif = (intptr_t)seq - (intptr_t)pos;
+        if (dif == 0) {
+            if (atomic_compare_exchange_weak_explicit(&q->tail, &pos, pos + 1,
+                                                      memory_order_relaxed, memory_order_relaxed)) {
+                c->data = msg;
+                atomic_store_explicit(&c->seq, pos + 1, memory_order_release);
+                return 0;
+            }
+        } else if (dif < 0) {
+            return -EAGAIN; /* full */
+        } else {
+            pos = atomic_load_explicit(&q->tail, memory_order_relaxed);
+        }
+    }
+}
+
+static int vq_pop(struct vq *q, void **msg)
+{
+    struct vq_cell *c = &q->cells[q->head & q->mask];
+    size_t seq = atomic_load_explicit(&c->seq, memory_order_acquire);
+
+    if (seq != q->head + 1)
+        return -EAGAIN; /* empty, or the next slot is claimed but not yet published */
+    *msg = c->data;
+    atomic_store_explicit(&c->seq, q->head + q->mask + 1, memory_order_release);
+    q->head++;
+    return 0;
+}
+
+static double hop_vq(unsigned long iters, int collect)
+{
+    struct vq q;
+    void *out;
+    uint64_t t0, t1;
+
+    vq_init(&q, 1024);
+    if (collect) {
+        CALLGRIND_ZERO_STATS;
+        CALLGRIND_TOGGLE_COLLECT;
+    }
+    t0 = now_ns();
+    for (unsigned long i = 0; i < iters; i++) {
+        if (vq_push(&q, &q) != 0 || vq_pop(&q, &out) != 0)
+            panic("contention: vq hop failed");
+    }
+    t1 = now_ns();
+    if (collect)
+        CALLGRIND_TOGGLE_COLLECT;
+    free(q.cells);
+    return (double)(t1 - t0) / (double)iters;
+}
+
+/* T producers push `per` messages each into one queue drained by one consumer thread. */
+struct qrun {
+    int use_vq;
+    struct mailbox mb;
+    struct vq vq;
+    unsigned long per;
+    atomic_uint started;
+};
+
+struct qprod {
+    struct qrun *run;
+    struct histogram *push_ns; /* time of each successful push (full retries excluded) */
+    unsigned long full;
+    pthread_t thread;
+};
+
+static void *qprod_main(void *arg)
+{
+    struct qprod *p = arg;
+    struct qrun *run = p->run;
+
+    atomic_fetch_add(&run->started, 1);
+    for (unsigned long i = 0; i < run->per; i++) {
+        for (;;) {
+            uint64_t t0 = now_ns();
+            int rc = run->use_vq ? vq_push(&run->vq, p) : mailbox_push(&run->mb, p);
+            if (rc == 0) {
+                histogram_record(p->push_ns, now_ns() - t0);
+                break;
+            }
+            p->full++;
+            sched_yield();
+        }
+    }
+    return NULL;
+}
+
+static void run_queues(unsigned T, int use_vq, unsigned long per, long cores)
+{
+    struct qrun run = {.use_vq = use_vq, .per = per};
+    struct qprod *ps = xcalloc(T, sizeof *ps);
+    struct histogram *all = histogram_new(1, HIST_MAX_NS, 3);
+    unsigned long want = per * T, got = 0;
+    void *msg;
+    uint64_t t0, t1;
+
+    atomic_init(&run.started, 0);
+    if (use_vq)
+        vq_init(&run.vq, 4096);
+    else if (mailbox_init(&run.mb, 4096) != 0)
+        panic("contention: mailbox_init");
+    t0 = now_ns();
+    for (unsigned i = 0; i < T; i++) {
+        ps[i].run = &run;
+        ps[i].push_ns = histogram_new(1, HIST_MAX_NS, 3);
+        if (pthread_create(&ps[i].thread, NULL, qprod_main, &ps[i]) != 0)
+            panic("contention: pthread_create");
+    }
+    while (got < want) {
+        int rc = use_vq ? vq_pop(&run.vq, &msg) : mailbox_pop(&run.mb, &msg);
+        if (rc == 0)
+            got++;
+        else
+            sched_yield();
+    }
+    t1 = now_ns();
+    unsigned long full = 0;
+    for (unsigned i = 0; i < T; i++) {
+        pthread_join(ps[i].thread, NULL);
+        histogram_merge(all, ps[i].push_ns);
+        histogram_free(ps[i].push_ns);
+        full += ps[i].full;
+    }
+    printf("%-7s %3u %7u %-5s %12.0f %10.0f %10.0f %12.0f %10lu\n", use_vq ? "vyukov" : "ring", T, T + 1,
+           T + 1 > (unsigned)cores ? "yes" : "no", (double)want / ((double)(t1 - t0) / 1e9),
+           (double)histogram_percentile(all, 50), (double)histogram_percentile(all, 99),
+           (double)histogram_max(all), full);
+    fflush(stdout);
+    histogram_free(all);
+    if (use_vq)
+        free(run.vq.cells);
+    else
+        mailbox_destroy(&run.mb);
+    free(ps);
+}
+
+static void compare_queues(const struct config *cfg, long cores)
+{
+    unsigned long per = cfg->hop_iters / 4 ? cfg->hop_iters / 4 : 1;
+
+    printf("# queues: T producer threads x %lu messages into one consumer thread (threads = T + 1), "
+           "4,096 slots; push latency in ns (one successful push; retries on full not counted)\n", per);
+    printf("%-7s %3s %7s %-5s %12s %10s %10s %12s %10s\n", "queue", "T", "threads", "over", "msgs/s",
+           "push_p50", "push_p99", "push_max", "full");
+    for (unsigned i = 0; i < cfg->nthreads; i++)
+        for (int v = 0; v < 2; v++)
+            run_queues(cfg->threads[i], v, per, cores);
+    printf("hop ring_push_pop %.1f ns\n", hop_mailbox(cfg->hop_iters, 0));
+    printf("hop vyukov_push_pop %.1f ns\n", hop_vq(cfg->hop_iters, 0));
+}
+
 /* ---- main ------------------------------------------------------------------------------ */
 
 static void usage(FILE *f)
 {
     fprintf(f,
             "usage: contention [--threads LIST] [--seconds S] [--store memory|sqlite]\n"
-            "                  [--hop-iters N] [--hop-only mailbox|remote|local]\n"
+            "                  [--hop-iters N] [--hop-only mailbox|remote|local|vyukov] [--queues]\n"
             "  --threads LIST  client thread counts T, comma-separated, 1..%u (default 1,2,4,8)\n"
             "  --seconds S     length of each run in seconds (default 1)\n"
             "  --store KIND    memory (default) or sqlite (a file in /tmp, removed after)\n"
             "  --hop-iters N   hops per hop measurement (default 2000000)\n"
             "  --hop-only KIND only N hops of that kind with callgrind collecting them\n"
+            "  --queues        only the queue comparison: the mailbox ring against a bounded\n"
+            "                  queue whose producers cannot block each other (Vyukov), T producers\n"
+            "                  x N/4 messages into one consumer; msgs/s and push latency in ns\n"
             "                  (run under valgrind --tool=callgrind --collect-atstart=no)\n"
             "Prints, per T: ops/s and p50/p99 latency in microseconds per operation for the\n"
             "mutex (T threads) and the store actor (T client workers + 1 store worker), then\n"
@@ -522,6 +718,7 @@ static int parse_args(int argc, char **argv, struct config *cfg)
         {"threads", required_argument, NULL, 't'}, {"seconds", required_argument, NULL, 's'},
         {"store", required_argument, NULL, 'S'},   {"hop-iters", required_argument, NULL, 'n'},
         {"hop-only", required_argument, NULL, 'o'}, {"help", no_argument, NULL, 'h'},
+        {"queues", no_argument, NULL, 'q'},
         {NULL, 0, NULL, 0}};
     int c;
     char *end;
@@ -532,6 +729,7 @@ static int parse_args(int argc, char **argv, struct config *cfg)
     cfg->store = STORE_MEMORY;
     cfg->hop_iters = 2000000;
     cfg->hop_only = NULL;
+    cfg->queues = 0;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
         case 't': {
@@ -587,12 +785,15 @@ static int parse_args(int argc, char **argv, struct config *cfg)
             break;
         case 'o':
             if (strcmp(optarg, "mailbox") != 0 && strcmp(optarg, "remote") != 0 &&
-                strcmp(optarg, "local") != 0) {
-                fprintf(stderr, "contention: --hop-only: mailbox, remote or local, got '%s'\n",
+                strcmp(optarg, "local") != 0 && strcmp(optarg, "vyukov") != 0) {
+                fprintf(stderr, "contention: --hop-only: mailbox, remote, local or vyukov, got '%s'\n",
                         optarg);
                 return -EINVAL;
             }
             cfg->hop_only = optarg;
+            break;
+        case 'q':
+            cfg->queues = 1;
             break;
         case 'h':
             usage(stdout);
@@ -621,9 +822,15 @@ int main(int argc, char **argv)
         double ns;
         if (strcmp(cfg.hop_only, "mailbox") == 0)
             ns = hop_mailbox(cfg.hop_iters, 1);
+        else if (strcmp(cfg.hop_only, "vyukov") == 0)
+            ns = hop_vq(cfg.hop_iters, 1);
         else
             ns = hop_actor(cfg.hop_iters, strcmp(cfg.hop_only, "local") == 0, 1);
         printf("hop %s: %lu hops, %.1f ns/hop\n", cfg.hop_only, cfg.hop_iters, ns);
+        return 0;
+    }
+    if (cfg.queues) {
+        compare_queues(&cfg, cores);
         return 0;
     }
     printf("# contention: S3 store mix (80%% get, 15%% list of %u, 5%% create), %s store seeded "
