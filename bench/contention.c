@@ -319,7 +319,7 @@ static void run_actor(const struct config *cfg, unsigned T, struct result *r)
 
     atomic_init(&running, T);
     for (unsigned i = 0; i < T; i++) {
-        char name[16];
+        char name[32];
         snprintf(name, sizeof name, "client-%u", i);
         cs[i] = sched_new_thread(name);
         cl[i].self = new_actor("client", client_fn, &cl[i], cs[i]);
