@@ -171,6 +171,16 @@ class TestTable(unittest.TestCase):
         self.assertFalse([r for r in with_sc["probe_runs"] if "-cpus" in r.get("run", "")])
         self.assertIsNone(without["scaling"])
 
+    def test_unsaturated_scaling_run_is_flagged(self):
+        b = self.batch("U", True)
+        add_scaling_run(b, "async-mem", "s1", 4, 2500, server_cpu=20.0, lg_cpu=30.0)
+        b.matrix["scaling"]["ran"].append({"count": 4, "server_cpus": "0-3", "loadgen_cpus": "4"})
+        index = b.summarize()
+        r4 = next(r for r in index["scaling"]["table"] if r["server_cpus"] == 4)
+        self.assertFalse(r4["valid"])
+        with open(os.path.join(b.dir, "summary.md"), encoding="utf-8") as fh:
+            self.assertIn("| s1 | 4 | - | 2,500 | - (not valid", fh.read())
+
     def test_loadgen_bound_scaling_run_is_flagged(self):
         b = self.batch("L", True)
         add_scaling_run(b, "actor-mem", "s1", 4, 2500, server_cpu=10.0, lg_cpu=100.0)

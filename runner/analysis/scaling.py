@@ -127,7 +127,8 @@ def _server_cpus(run):
 
 
 def table(runs):
-    """Rows {scenario, server, server_cpus, rps, req_per_cpu_sec, valid} from the batch's
+    """Rows {scenario, server, server_cpus, rps, req_per_cpu_sec, valid (no failure, saturated,
+    not loadgen-bound), run} from the batch's
     closed-loop runs (the first probe of each server, scenario and server CPU count: the
     main matrix's saturation runs and the scaling runs, kind saturation or probe with a
     '-cpusN' suffix). Sorted by scenario, server, CPU count."""
@@ -149,7 +150,7 @@ def table(runs):
         row = {"scenario": r.get("scenario"), "server": side, "server_cpus": n,
                "rps": r.get("saturation_rps"), "req_per_cpu_sec": probe.get("req_per_cpu_sec"),
                "valid": r.get("failure") is None and not val.get("probe_loadgen_bound")
-               and not (probe.get("validity") or {}).get("loadgen_bound"),
+               and not (probe.get("validity") or {}).get("loadgen_bound") and val.get("saturated") is not False,
                "run": name}
         if key not in rows or (kind == "saturation" and "-cpus" in rows[key]["run"]):
             rows[key] = row
@@ -175,11 +176,12 @@ def markdown(rows, skipped):
             ratio = "-"
             if a and b and is_num(a["rps"]) and is_num(b["rps"]) and b["rps"] > 0:
                 ratio = f"{a['rps'] / b['rps']:.2f}"
-            flag = "" if all(x is None or x["valid"] for x in (a, b)) else " (not valid: a failure or loadgen-bound)"
+            flag = "" if all(x is None or x["valid"] for x in (a, b)) else " (not valid: a failure, loadgen-bound or not saturated)"
             lines.append(f"| {sc} | {n} | {_fmt(a and a['rps'])} | {_fmt(b and b['rps'])} | {ratio}{flag} | "
                          f"{_fmt(a and a['req_per_cpu_sec'])} | {_fmt(b and b['req_per_cpu_sec'])} |")
-    for n, reason in skipped:
+    if skipped:
         lines.append("")
+    for n, reason in skipped:
         lines.append(f"- {n} server CPU{'' if n == 1 else 's'}: skipped: {reason}.")
     lines.append("")
     return lines
@@ -228,7 +230,7 @@ def report_html(index, page, plots):
         k = f"scaling/table/{i}"
         out.append(f"<tr><td>{esc(r['scenario'])}</td><td>{esc(r['server'])}</td><td>{f(k + '/server_cpus')}</td>"
                    f"<td>{f(k + '/rps')}</td><td>{f(k + '/req_per_cpu_sec')}</td>"
-                   f"<td>{'yes' if r['valid'] else 'no (a failure or loadgen-bound)'}</td></tr>")
+                   f"<td>{'yes' if r['valid'] else 'no (a failure, loadgen-bound or not saturated)'}</td></tr>")
     out.append("</table>")
     if sec.get("skipped"):
         out.append("<ul>" + "".join(f"<li>{esc(s['count'])} server CPUs: skipped: {esc(s['reason'])}</li>"
