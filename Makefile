@@ -3,7 +3,8 @@
 #                   (servers, loadgen, tests); the binaries are built by a second make
 #                   started after deps.sh, which finds what deps.sh just installed
 #   make test       install missing build and test deps, build, run every test (tests/run.sh)
-#   make check-tsan actor runtime tests under ThreadSanitizer (build-tsan/)
+#   make check-tsan actor runtime tests, it_actor.py and the contract suite at --threads 4
+#                   under ThreadSanitizer (build-thread/)
 #   SANITIZER=address|undefined|thread   build with that sanitizer (into build-$(SANITIZER)/)
 #   WERROR=1        warnings are errors (CI)
 
@@ -78,7 +79,8 @@ HELPER_BINS := $(HELPER_SRC:tests/helpers/%.c=$(BUILD)/tests/helpers/%)
 # relinks every time).
 .SECONDARY:
 
-.PHONY: all binaries deps test check-tsan check-asan clean bench-micro bench-instr fuzz
+.PHONY: all binaries deps test check-tsan check-asan clean bench-micro bench-instr \
+        bench-contention fuzz
 # pkg-config and the llhttp paths are read when make reads this file: on a machine where
 # deps.sh has just installed them, only a make started after it sees them, so `all` and
 # `test` run deps.sh, then build `binaries` in a second make.
@@ -129,9 +131,13 @@ test:
 	@$(MAKE) --no-print-directory binaries
 	@BUILD=$(BUILD) tests/run.sh
 
+# The actor runtime's unit tests (topology included), then it_actor.py and the contract
+# suite at --threads 4 (both servers) on the TSan build: races under real parallelism.
 check-tsan:
 	@$(MAKE) --no-print-directory SANITIZER=thread all
 	@BUILD=build-thread TEST_FILTER=actor tests/run.sh --unit-only
+	@BUILD=build-thread TEST_FILTER=it_actor tests/run.sh --it-only
+	@BUILD=build-thread TEST_FILTER=it_contract_t4 tests/run.sh --it-only
 
 # ASan+UBSan: unit tests and the server suites (the runner, sweep, distributed, report and
 # loadgen suites measure speed-shaped behaviour or only the Python analysis, and are left to
@@ -146,8 +152,7 @@ clean:
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
 # ---- bench (bench/README.md): micro-benchmarks of the request path, no sockets ----
-BENCH_SRC := $(sort $(wildcard bench/*.c))
-BENCH_OBJ := $(BENCH_SRC:%.c=$(BUILD)/obj/%.o)
+BENCH_OBJ := $(BUILD)/obj/bench/micro.o
 
 $(BUILD)/bench/micro: $(BENCH_OBJ) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
@@ -155,6 +160,14 @@ $(BUILD)/bench/micro: $(BENCH_OBJ) $(LIBCOMMON)
 
 bench-micro: $(BUILD)/bench/micro
 	@BUILD=$(BUILD) bench/micro.sh $(BENCH_ARGS)
+
+# message passing against mutex contention, no sockets (bench/contention.sh)
+$(BUILD)/bench/contention: $(BUILD)/obj/bench/contention.o $(ACTOR_LIB_OBJ) $(LIBCOMMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+bench-contention: $(BUILD)/bench/contention
+	@BUILD=$(BUILD) bench/contention.sh $(BENCH_ARGS)
 
 # whole-server instructions per request under callgrind (bench/instr-per-req.sh)
 bench-instr: $(BUILD)/async-server $(BUILD)/actor-server

@@ -39,6 +39,7 @@ usage() {
     cat <<USAGE
 usage: ./run_all.sh [--help] [--quick] [--smoke] [--scenarios=s1,s2] [--servers=...]
                     [--repeats=N] [--batch=ID] [--fail-on-verdict] [--sweep [--rates=R1,R2,...]]
+                    [--scaling=N1,N2,...]
 Runs the matrix (actor-mem, async-mem on s1 s2 s3; actor-sqlite, async-sqlite on s4) into
 results/<batch>/: per scenario N closed-loop probes per server, interleaved (actor, async,
 actor, async, ...), each on a fresh server; the first run of each server also sustains
@@ -61,6 +62,14 @@ one's median saturation). Writes results/<batch>/summary.md, index.json and repo
                      report.html. With --quick: steps 2+4 s, about 18 minutes for s1-s4 on 2
                      CPUs (17.9 measured; the estimate is printed at the start)
   --rates=LIST       the sweep's rates in req/s, comma-separated (positive numbers; needs --sweep)
+  --scaling=LIST     server CPU counts, e.g. 1,2,4,8: after the matrix, one closed-loop probe
+                     of every selected server and scenario at each count the host can give
+                     with the load generator's CPUs disjoint (server: the first N CPUs of the
+                     affinity mask, load generator: the rest; a count equal to the matrix's
+                     is taken from the matrix), counts it cannot give skipped with a message;
+                     a scaling table (req/s, req/CPU-s, actor/async per count) in summary.md
+                     and report.html. Runs are named <server>-<scenario>-cpusN, never part of
+                     the verdict
 Environment: TARGET_RATIO ($TARGET_RATIO) SAT_RATIO ($SAT_RATIO) REPEATS EQUAL_LOAD (1; 0 with
   --sweep) EQUAL_WARMUP_SEC EQUAL_MEASURE_SEC SWEEP_RATES (as --rates) SWEEP_WARMUP_SEC
   SWEEP_MEASURE_SEC (sweep step, full 5+20 s) RESULTS_DIR, and everything runner.sh reads
@@ -77,7 +86,7 @@ usage_error() {
     exit 2
 }
 
-mode=full mode_flag=() fail_on_verdict=0 opt_repeats="" sweep=0 have_rates=0 opt_rates=""
+mode=full mode_flag=() fail_on_verdict=0 opt_repeats="" sweep=0 have_rates=0 opt_rates="" scaling=""
 scenarios=$ALL_SCENARIOS servers=$ALL_SERVERS
 for arg in "$@"; do
     case "$arg" in
@@ -91,6 +100,7 @@ for arg in "$@"; do
         --fail-on-verdict) fail_on_verdict=1 ;;
         --sweep) sweep=1 ;;
         --rates=*) opt_rates=${arg#*=} have_rates=1 ;;
+        --scaling=*) scaling=${arg#*=}; [[ -n "$scaling" ]] || usage_error "--scaling needs a list, e.g. --scaling=1,2,4,8" ;;
         *) usage_error "unknown argument '$arg'" ;;
     esac
 done
@@ -147,6 +157,14 @@ for sc in $ALL_SCENARIOS; do
 done
 (( ${#runs[@]} > 0 )) || usage_error "no run matches --scenarios='$scenarios' --servers='$servers' (s1-s3 use the -mem servers, s4 the -sqlite ones)"
 
+# Scaling: which server CPU counts this host can give (runner/analysis/scaling.py decides).
+scaling_plan=()   # "run N SERVER_CPUS LOADGEN_CPUS" or "skip N REASON..."
+if [[ -n "$scaling" ]]; then
+    mask=$(affinity_cpus) || usage_error "cannot read this shell's CPU affinity (taskset)"
+    plan_out=$(analysis scaling-plan "$scaling" "$mask" 2>&1) || usage_error "--scaling: ${plan_out#analysis scaling-plan: }"
+    mapfile -t scaling_plan <<<"$plan_out"
+fi
+
 batch_dir="$RESULTS_DIR/$BATCH"
 mkdir -p "$batch_dir"
 export LOG_TAG=run_all LOG_FILE="$batch_dir/run_all.log" RESULTS_DIR SAT_RATIO
@@ -162,6 +180,23 @@ printf '%s\n' "${runs[@]}" | jq -R -s --arg batch "$BATCH" --arg mode "$mode" --
              warmup_sec: $sw, measure_sec: $sm} else null end),
      runs: [split("\n")[] | select(. != "") | split(" ") | {server: .[0], scenario: .[1]}]}' \
     >"$batch_dir/matrix.json"
+if [[ -n "$scaling" ]]; then
+    printf '%s\n' "${scaling_plan[@]}" | jq -R -s --arg counts "$scaling" '
+        [split("\n")[] | select(. != "") | split(" ")] as $p
+        | {counts: ($counts | split(",") | map(tonumber) | unique),
+           ran: [$p[] | select(.[0] == "run") | {count: (.[1] | tonumber), server_cpus: .[2], loadgen_cpus: .[3]}],
+           skipped: [$p[] | select(.[0] == "skip") | {count: (.[1] | tonumber), reason: (.[2:] | join(" "))}]}' \
+        >"$batch_dir/.scaling.json"
+    jq --slurpfile sc "$batch_dir/.scaling.json" '.scaling = $sc[0]' "$batch_dir/matrix.json" >"$batch_dir/matrix.json.tmp" &&
+        mv -f "$batch_dir/matrix.json.tmp" "$batch_dir/matrix.json"
+    rm -f "$batch_dir/.scaling.json"
+    for p in "${scaling_plan[@]}"; do
+        read -r what n rest <<<"$p"
+        if [[ "$what" == skip ]]; then
+            log_info "scaling: $n server CPUs skipped: $rest"
+        fi
+    done
+fi
 
 RUNNER_PID=""
 # shellcheck disable=SC2317  # invoked by the EXIT trap
@@ -201,7 +236,11 @@ run_one() {
 
 n_eq=0
 (( EQUAL_LOAD == 0 )) || n_eq=$(( 2 * ${#pairs[@]} ))
-n_total=$(( ${#runs[@]} * repeats + n_eq ))
+n_scaling=0
+for p in "${scaling_plan[@]}"; do
+    [[ "$p" != run* ]] || n_scaling=$((n_scaling + ${#runs[@]}))
+done
+n_total=$(( ${#runs[@]} * repeats + n_eq + n_scaling ))
 n_steps=0
 if (( sweep )); then
     # the default steps: as many as runner/analysis/sweep.py's fractions (a large base keeps them apart)
@@ -269,6 +308,27 @@ for sc in $ALL_SCENARIOS; do
     done
 done
 rm -f "$batch_dir/.equal-rate.err"
+
+# Scaling: every selected server and scenario once more at each other server CPU count the
+# host can give (the matrix's own count is already measured: its first probes).
+if [[ -n "$scaling" ]]; then
+    main_count=$(jq -r '.config.server_cpu_count // empty' "$batch_dir"/*/result.json 2>/dev/null | head -n 1)
+    for p in "${scaling_plan[@]}"; do
+        read -r what n scpus lcpus <<<"$p"
+        [[ "$what" == run ]] || continue
+        if [[ "$n" == "$main_count" ]]; then
+            log_info "scaling: $n server CPU(s): the matrix's own runs"
+            i=$((i + ${#runs[@]}))
+            continue
+        fi
+        log_info "scaling: $n server CPU(s): server CPUs $scpus, loadgen CPUs $lcpus"
+        for run in "${runs[@]}"; do
+            read -r sv sc <<<"$run"
+            run_one "$sv" "$sc" "-cpus$n" PROBE_ONLY=1 REPEAT=1 RUN_SUFFIX="-cpus$n" \
+                SERVER_CPUS="$scpus" LOADGEN_CPUS="$lcpus" || failed=1
+        done
+    done
+fi
 
 jq --arg ended "$(now_iso)" '.ended = $ended' "$batch_dir/matrix.json" >"$batch_dir/matrix.json.tmp" &&
     mv -f "$batch_dir/matrix.json.tmp" "$batch_dir/matrix.json"

@@ -1,7 +1,10 @@
-/* mailbox: bounded MPSC message queue on ck_ring (see mailbox.h). Does not wake or
- * schedule anybody. Invariant: one consumer at a time; producers never block.
- * Under ThreadSanitizer, ck_pr's inline assembly is invisible, so the ring's own slot
- * accesses are hidden from TSan and the push -> pop edge is declared explicitly. */
+/* mailbox: bounded MPSC message queue, Vyukov's per-slot sequence numbers (see mailbox.h).
+ * Does not wake or schedule anybody. Invariant: one consumer at a time; a producer never
+ * waits for another; the consumer waits only for a claimed slot's publication. Cell
+ * sequences: cell i starts at i (free for position i); a push at pos stores pos + 1 (full);
+ * the pop of pos + 1 releases pos's cell for position pos + size, so the cell of the last
+ * message popped stays unreleased and the mailbox holds at most size - 1 messages. All in
+ * C11 atomics, which ThreadSanitizer sees. */
 #include "mailbox.h"
 
 #include <errno.h>
@@ -11,120 +14,85 @@
 
 #include "util.h"
 
-/* Polls of the producer tail before a waiting producer yields its CPU. */
-#define MAILBOX_COMMIT_SPIN 32
-
-#if defined(__SANITIZE_THREAD__)
-#define MAILBOX_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define MAILBOX_TSAN 1
-#endif
-#endif
-
-#ifdef MAILBOX_TSAN
-/* TSan runtime annotations (libtsan): release/acquire on an address, and a window in
- * which this thread's plain loads/stores are not recorded. */
-void __tsan_acquire(void *addr);
-void __tsan_release(void *addr);
-void AnnotateIgnoreReadsBegin(const char *file, int line);
-void AnnotateIgnoreReadsEnd(const char *file, int line);
-void AnnotateIgnoreWritesBegin(const char *file, int line);
-void AnnotateIgnoreWritesEnd(const char *file, int line);
-/* ck_ring orders its slot copies with ck_pr loads/stores/fences written in assembly,
- * which TSan cannot see; the window covers exactly one ck_ring call. */
-#define RING_BEGIN()                                                                   \
-    do {                                                                               \
-        AnnotateIgnoreReadsBegin(__FILE__, __LINE__);                                  \
-        AnnotateIgnoreWritesBegin(__FILE__, __LINE__);                                 \
-    } while (0)
-#define RING_END()                                                                     \
-    do {                                                                               \
-        AnnotateIgnoreWritesEnd(__FILE__, __LINE__);                                   \
-        AnnotateIgnoreReadsEnd(__FILE__, __LINE__);                                    \
-    } while (0)
-/* What the ring really guarantees: everything the producer did before the push
- * happens before everything the consumer does after the pop. */
-#define PUSH_RELEASE(mb) __tsan_release(mb)
-#define POP_ACQUIRE(mb) __tsan_acquire(mb)
-#else
-#define RING_BEGIN() ((void)0)
-#define RING_END() ((void)0)
-#define PUSH_RELEASE(mb) ((void)(mb))
-#define POP_ACQUIRE(mb) ((void)(mb))
-#endif
+/* Polls of a claimed, unpublished slot before the consumer yields its CPU to let the
+ * producer (perhaps preempted between its two stores) finish. */
+#define MAILBOX_PUBLISH_SPIN 64
 
 int mailbox_init(struct mailbox *mb, unsigned ring_size)
 {
     if (ring_size < 2 || ring_size > (1u << 30) || (ring_size & (ring_size - 1)) != 0)
         return -EINVAL;
-    ck_ring_init(&mb->ring, ring_size);
-    /* One slot array per mailbox, zeroed so a never-written slot reads as NULL. */
-    mb->slots = xcalloc(ring_size, sizeof(*mb->slots));
+    mb->cells = xcalloc(ring_size, sizeof(*mb->cells));
+    mb->mask = ring_size - 1;
+    for (size_t i = 0; i < ring_size; i++)
+        atomic_init(&mb->cells[i].seq, i);
+    /* The cell of position -1 (the last one) counts as "popped, not yet released": the
+     * first pop releases it, which keeps one slot spare from the start. */
+    atomic_init(&mb->cells[mb->mask].seq, (size_t)-1);
+    atomic_init(&mb->tail, 0);
+    atomic_init(&mb->head, 0);
     return 0;
 }
 
 void mailbox_destroy(struct mailbox *mb)
 {
-    free(mb->slots);
-    mb->slots = NULL;
-}
-
-/* Publishes the slot reserved under `ticket` once every earlier ticket is published:
- * ck's _ck_ring_enqueue_commit_mp, except that a producer waiting for a preempted
- * earlier one yields its CPU after a short spin instead of spinning for its whole time
- * slice. With more producer threads than cores, pure spinning convoys behind a
- * preempted producer: 4 tight-loop producers on 2 cores did not finish 800,000
- * messages in 2 minutes; yielding after 32 polls takes 1-8 s (1024 polls: 17-33 s). */
-static void mailbox_commit(struct mailbox *mb, unsigned ticket)
-{
-    unsigned spins = 0;
-
-    while (ck_pr_load_uint(&mb->ring.p_tail) != ticket) {
-        if (++spins < MAILBOX_COMMIT_SPIN) {
-            ck_pr_stall();
-        } else {
-            spins = 0;
-            sched_yield();
-        }
-    }
-    /* The slot write is complete before the slot is published. */
-    ck_pr_fence_store();
-    ck_pr_store_uint(&mb->ring.p_tail, ticket + 1);
+    free(mb->cells);
+    mb->cells = NULL;
 }
 
 int mailbox_push(struct mailbox *mb, void *msg)
 {
-    unsigned ticket;
-    void **slot;
+    size_t pos = atomic_load_explicit(&mb->tail, memory_order_relaxed);
 
-    PUSH_RELEASE(mb);
-    /* Reserves slot `ticket` (a CAS on the producer head), or finds the ring full. */
-    RING_BEGIN();
-    slot = ck_ring_enqueue_reserve_mpmc(&mb->ring, mb->slots, &ticket);
-    if (slot != NULL)
-        *slot = msg;
-    RING_END();
-    if (slot == NULL)
-        return -EAGAIN;
-    mailbox_commit(mb, ticket);
-    return 0;
+    for (;;) {
+        struct mailbox_cell *c = &mb->cells[pos & mb->mask];
+        size_t seq = atomic_load_explicit(&c->seq, memory_order_acquire);
+        intptr_t dif = (intptr_t)(seq - pos);
+
+        if (dif == 0) {
+            /* Free for pos: claim it. On failure pos is reloaded with the current tail. */
+            if (atomic_compare_exchange_weak_explicit(&mb->tail, &pos, pos + 1,
+                                                      memory_order_relaxed,
+                                                      memory_order_relaxed)) {
+                c->msg = msg;
+                /* Publishes the message (and everything the sender did before). */
+                atomic_store_explicit(&c->seq, pos + 1, memory_order_release);
+                return 0;
+            }
+        } else if (dif < 0) {
+            /* The cell still holds (or has not released) the message of pos - size. */
+            return -EAGAIN;
+        } else {
+            /* Another producer claimed pos meanwhile. */
+            pos = atomic_load_explicit(&mb->tail, memory_order_relaxed);
+        }
+    }
 }
 
 int mailbox_pop(struct mailbox *mb, void **msg)
 {
-    bool ok;
+    size_t head = atomic_load_explicit(&mb->head, memory_order_relaxed);
+    struct mailbox_cell *c = &mb->cells[head & mb->mask];
+    unsigned spins = 0;
 
-    RING_BEGIN();
-    ok = ck_ring_dequeue_mpsc(&mb->ring, mb->slots, msg);
-    RING_END();
-    if (!ok)
-        return -EAGAIN;
-    POP_ACQUIRE(mb);
+    while (atomic_load_explicit(&c->seq, memory_order_acquire) != head + 1) {
+        /* Not published: empty, or claimed by a producer that has yet to store. */
+        if (atomic_load_explicit(&mb->tail, memory_order_relaxed) == head)
+            return -EAGAIN;
+        if (++spins < MAILBOX_PUBLISH_SPIN)
+            continue;
+        spins = 0;
+        sched_yield();
+    }
+    *msg = c->msg;
+    /* The previous message's cell is free for its next lap (this one stays held). */
+    atomic_store_explicit(&mb->cells[(head - 1) & mb->mask].seq, head - 1 + mb->mask + 1,
+                          memory_order_release);
+    atomic_store_explicit(&mb->head, head + 1, memory_order_release);
     return 0;
 }
 
 unsigned mailbox_capacity(const struct mailbox *mb)
 {
-    return ck_ring_capacity(&mb->ring) - 1;
+    return (unsigned)mb->mask;
 }

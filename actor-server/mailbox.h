@@ -1,22 +1,32 @@
-/* mailbox: a bounded multi-producer, single-consumer queue of `void *` messages on a
- * Concurrency Kit ring (ck_ring_enqueue_reserve_mpmc + an in-order commit that yields
- * when it waits; ck_ring_dequeue_mpsc). No locks and no allocation per message; it does
- * not wake anybody (that is the actor's job).
+/* mailbox: a bounded multi-producer, single-consumer queue of `void *` messages: Vyukov's
+ * bounded queue (a sequence number per slot), in C11 atomics. A producer claims a slot
+ * with one CAS on the tail and publishes it with a release store of the slot's sequence:
+ * producers never wait for each other (lock-free). The consumer waits only when the next
+ * message's producer has claimed its slot and not yet published it (two stores). No
+ * allocation per message; it does not wake anybody (that is the actor's job).
  * Invariant: any thread may push and read the depth; exactly one thread at a time pops. */
 #ifndef ACTOR_MAILBOX_H
 #define ACTOR_MAILBOX_H
 
-#include <ck_ring.h>
+#include <stdatomic.h>
+#include <stddef.h>
 
-struct mailbox {
-    struct ck_ring ring;          /* producer and consumer counters, cache-line padded */
-    struct ck_ring_buffer *slots; /* ring_size entries, owned */
+struct mailbox_cell {
+    atomic_size_t seq; /* == pos: free for the push at pos; == pos + 1: holds that message */
+    void *msg;
 };
 
-/* Prepares an empty mailbox whose ring has `ring_size` slots (a power of two in
- * [2, 2^30]); it holds at most ring_size - 1 messages (ck_ring keeps one slot free).
- * Returns 0 or -EINVAL (bad size). Aborts only on OOM. Call before any other thread
- * can see mb. */
+struct mailbox {
+    struct mailbox_cell *cells; /* size entries, owned */
+    size_t mask;                /* size - 1 */
+    _Alignas(64) atomic_size_t tail; /* next position to claim; producers CAS it */
+    _Alignas(64) atomic_size_t head; /* next position to pop; written by the consumer only */
+};
+
+/* Prepares an empty mailbox of `ring_size` slots (a power of two in [2, 2^30]); it holds
+ * at most ring_size - 1 messages (the slot of the last message popped is released at the
+ * next pop). Returns 0 or -EINVAL (bad size). Aborts only on OOM. Call before any other
+ * thread can see mb. */
 int mailbox_init(struct mailbox *mb, unsigned ring_size);
 
 /* Releases the slots. Messages still queued are not touched (the caller owns them).
@@ -25,19 +35,26 @@ void mailbox_destroy(struct mailbox *mb);
 
 /* Enqueues msg (not NULL; the pointer is stored, never dereferenced: ownership passes
  * to whoever pops it). Returns 0, or -EAGAIN when the mailbox is full (nothing queued,
- * the caller still owns msg). Any thread, lock-free. */
+ * the caller still owns msg). Any thread. Lock-free: never waits for another producer
+ * (a failed CAS means another push succeeded). */
 int mailbox_push(struct mailbox *mb, void *msg);
 
 /* Dequeues the oldest message into *msg. Returns 0, or -EAGAIN when empty. Only the one
  * consumer thread of this mailbox may call it. Messages from one producer come out in
- * the order that producer pushed them. */
+ * the order that producer pushed them. When the next slot is claimed but not yet
+ * published, waits for it (spin, then sched_yield): a push that has claimed its slot is
+ * always completed by its producer's next two stores. */
 int mailbox_pop(struct mailbox *mb, void **msg);
 
-/* Number of queued messages: exact for the consumer, a recent snapshot from any other
- * thread (for metrics). Inline: the schedulers poll it on every drain. */
+/* Number of queued messages, including pushes that have claimed a slot and are about to
+ * publish it: a recent snapshot from any thread (for the schedulers' polls and metrics).
+ * Inline: the schedulers poll it on every drain. */
 static inline unsigned mailbox_depth(const struct mailbox *mb)
 {
-    return ck_ring_size(&mb->ring);
+    /* head first: tail only grows past it, so the difference never goes negative */
+    size_t h = atomic_load_explicit(&mb->head, memory_order_acquire);
+
+    return (unsigned)(atomic_load_explicit(&mb->tail, memory_order_relaxed) - h);
 }
 
 /* Most messages the mailbox can hold (ring_size - 1). Any thread. */

@@ -57,7 +57,7 @@ static struct sched *sched_alloc(enum sched_kind kind)
 {
     struct sched *s = xcalloc(1, sizeof(*s));
 
-    /* The run queue: one slot per possible actor plus ck_ring's spare slot. */
+    /* The run queue: one slot per possible actor plus the mailbox's spare slot. */
     if (mailbox_init(&s->runq, SCHED_MAX_ACTORS + 1) != 0)
         panic("sched: bad run queue size");
     atomic_init(&s->idle, AWAKE);

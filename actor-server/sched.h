@@ -69,7 +69,8 @@ void sched_detach(struct sched *s);
 
 /* Queues a (which became runnable) on s and wakes s if it was idle. For the runtime
  * only (actor_send and the requeue after a run); the caller owns a's run. Any thread;
- * lock-free, a wake-up costs a futex or uv_async_send only on the idle-to-busy edge. */
+ * lock-free (the run queue is a mailbox, mailbox.h); a wake-up costs a futex or
+ * uv_async_send only on the idle-to-busy edge. */
 void sched_ready(struct sched *s, struct actor *a);
 
 /* The batch size of s (for actor_run callers). */

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # it_actor: actor-server specific integration checks with --threads 2 and --workers 0,
-# then --workers 1: pipelined mixed requests from many clients answered in request order
+# then --workers 1, then with real parallelism at --threads 4 (--workers 2, and 0): pipelined mixed requests from many clients answered in request order
 # and correctly (POST then GET of the new id on one connection), concurrent POSTs get
 # distinct ids and are readable (group commit), the 503 path (Retry-After: 1, counted
 # in http_overload_rejections_total; a 503 is never sent for a committed write) when a
@@ -270,7 +270,7 @@ def burst(srv, conns, depth, body_tag):
     return counts, bad_503, errors, len(socks)
 
 
-def test_overload(tap, label, path, workers, extra=()):
+def test_overload(tap, label, path, workers, extra=(), threads=2):
     """Many connections x a full pipeline of POSTs on sqlite arriving at once (the server
     is frozen while they are written): more than 16,383 requests reach one middleware
     ring (per loop with --workers 0, shared by both loops with --workers 1). Skipped, with
@@ -285,7 +285,7 @@ def test_overload(tap, label, path, workers, extra=()):
                       "rows after the burst = seed + 201s"):
             tap.skip("%s: %s" % (label, check), "open-file limit too low")
         return
-    srv = Server(path, "sqlite", seed=SEED, threads=2,
+    srv = Server(path, "sqlite", seed=SEED, threads=threads,
                  args=["--workers", str(workers), "--max-conns", "20000"] + list(extra)).start()
     try:
         before = metric(srv.port, "http_overload_rejections_total")
@@ -419,6 +419,25 @@ def main():
         finally:
             srv.kill()
         test_overload(tap, label + " sqlite", path, workers)
+    # Real parallelism (issue 16): 4 I/O loops and 2 workers, so requests cross threads on
+    # every hop (loop -> worker i mod 2 -> the store on worker 0 -> back); and 4 loops with
+    # the actors on the loops (loops 1-3 hop to the store on loop 0). Pipelined order,
+    # read-your-writes, distinct ids, SIGTERM under load; the 503 path at 4 x 2.
+    for store, workers in (("memory", 2), ("sqlite", 0)):
+        label = "threads 4 workers %d %s" % (workers, store)
+        t1 = time.monotonic()
+        srv = Server(path, store, seed=SEED, threads=4,
+                     args=["--workers", str(workers)]).start()
+        try:
+            test_mixed(tap, label, srv)
+            test_concurrent_posts(tap, label, srv)
+            test_sigterm(tap, label, srv)
+        finally:
+            srv.kill()
+        tap.note("%s took %.1f s" % (label, time.monotonic() - t1))
+    t1 = time.monotonic()
+    test_overload(tap, "threads 4 workers 2 sqlite", path, 2, threads=4)
+    tap.note("threads 4 workers 2 overload took %.1f s" % (time.monotonic() - t1))
     # Group commit, the store actor's opt-in: POSTs that arrive together share one
     # transaction; every 201 is still committed, distinct and readable.
     label = "threads 2 workers 0 sqlite group-commit 64"

@@ -1,16 +1,19 @@
 /* test_actor_mailbox: the two halves of an actor's mailbox alone. The bounded MPSC
  * ring: size checks, full reports -EAGAIN, FIFO, and many producers against one
  * consumer thread deliver every message exactly once in per-producer order. The
- * same-thread localq: FIFO across growth and wrap-around, full at its bound, depth.
+ * same-thread localq: FIFO across growth and wrap-around, full at its bound, depth. A
+ * producer stalled between claiming and publishing blocks no other producer.
  * Counts shrink under ThreadSanitizer. */
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <setjmp.h>
 #include <stdlib.h>
+#include <time.h>
 #include <cmocka.h>
 
 #include "actor-server/localq.h"
@@ -135,6 +138,72 @@ static void test_many_producers_one_consumer(void **state)
 
 /* Interleaved pushes and pops move head and tail around the array while it grows: the
  * order must survive every doubling, including one with the queue wrapped. */
+/* ---- a producer stalled between claiming and publishing its slot ---- */
+
+struct stalled {
+    struct mailbox *mb;
+    size_t pos;       /* the slot it claimed */
+    void *msg;
+    atomic_int other_pushed; /* set by the other producer once its push returned */
+    int other_rc;
+};
+
+static void *other_producer(void *arg)
+{
+    struct stalled *st = arg;
+    st->other_rc = mailbox_push(st->mb, msg_make(1, 1));
+    atomic_store(&st->other_pushed, 1);
+    return NULL;
+}
+
+static void *late_publisher(void *arg)
+{
+    struct stalled *st = arg;
+    struct timespec ts = {.tv_sec = 0, .tv_nsec = 50 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    /* the stalled producer's two stores, as mailbox_push makes them */
+    st->mb->cells[st->pos & st->mb->mask].msg = st->msg;
+    atomic_store_explicit(&st->mb->cells[st->pos & st->mb->mask].seq, st->pos + 1,
+                          memory_order_release);
+    return NULL;
+}
+
+/* The progress guarantee (SPEC "Mailbox progress guarantee"): a producer that claimed a
+ * slot and stalls before publishing it does not block another producer's push; the
+ * consumer waits for the stalled message and keeps FIFO order. */
+static void test_stalled_producer_blocks_no_producer(void **state)
+{
+    struct mailbox mb;
+    struct stalled st = {.mb = &mb, .msg = msg_make(0, 1)};
+    pthread_t other, late;
+    void *msg = NULL;
+
+    assert_int_equal(mailbox_init(&mb, 8), 0);
+    atomic_init(&st.other_pushed, 0);
+    /* A producer claims slot 0 (its CAS) and is "preempted". */
+    st.pos = atomic_fetch_add(&mb.tail, 1);
+    assert_int_equal(st.pos, 0);
+    assert_int_equal(pthread_create(&other, NULL, other_producer, &st), 0);
+    for (int i = 0; i < 5000 && !atomic_load(&st.other_pushed); i++) {
+        struct timespec ts = {.tv_sec = 0, .tv_nsec = 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    if (!atomic_load(&st.other_pushed))
+        fail_msg("a push waited 5 s for a producer stalled between claim and publish");
+    assert_int_equal(pthread_join(other, NULL), 0);
+    assert_int_equal(st.other_rc, 0);
+    assert_int_equal(mailbox_depth(&mb), 2);
+    /* The consumer waits for the stalled message (published 50 ms later), then the next. */
+    assert_int_equal(pthread_create(&late, NULL, late_publisher, &st), 0);
+    assert_int_equal(mailbox_pop(&mb, &msg), 0);
+    assert_ptr_equal(msg, msg_make(0, 1));
+    assert_int_equal(mailbox_pop(&mb, &msg), 0);
+    assert_ptr_equal(msg, msg_make(1, 1));
+    assert_int_equal(mailbox_pop(&mb, &msg), -EAGAIN);
+    assert_int_equal(pthread_join(late, NULL), 0);
+    mailbox_destroy(&mb);
+}
+
 static void test_localq_fifo_across_growth(void **state)
 {
     struct localq q;
@@ -181,6 +250,7 @@ int main(void)
         cmocka_unit_test(test_init_rejects_bad_sizes),
         cmocka_unit_test(test_full_reports_eagain_and_fifo),
         cmocka_unit_test(test_many_producers_one_consumer),
+        cmocka_unit_test(test_stalled_producer_blocks_no_producer),
         cmocka_unit_test(test_localq_fifo_across_growth),
         cmocka_unit_test(test_localq_full_at_bound),
     };

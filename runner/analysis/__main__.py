@@ -22,7 +22,11 @@ USAGE = """usage: python3 -m analysis COMMAND ARGS   (with runner/ on PYTHONPATH
   sweep-base BATCH_DIR SCENARIO  the sweep's 100%: the slower server's median saturation
                                  over its probes, req/s (exit 1 when a server has none)
   sweep-rates BASE_RPS           the default sweep rates, 10% .. 120% of BASE_RPS, req/s,
-                                 comma-separated (SPEC.md section 14)"""
+                                 comma-separated (SPEC.md section 14)
+  scaling-plan COUNTS CPUS       for each server CPU count in COUNTS (e.g. 1,2,4,8) on the
+                                 CPU list CPUS (e.g. 0-3): "run N SERVER_CPUS LOADGEN_CPUS"
+                                 or "skip N REASON", one line each (the load generator's
+                                 CPUs disjoint from the server's)"""
 
 
 def _line(run_dir, phase):
@@ -97,6 +101,10 @@ def main(argv):
         elif cmd == "sweep-rates" and len(args) == 1:
             from . import sweep
             print(",".join(str(r) for r in sweep.default_rates(float(args[0]))))
+        elif cmd == "scaling-plan" and len(args) == 2:
+            from . import scaling
+            for p in scaling.plan(scaling.parse_counts(args[0]), scaling.parse_cpus(args[1])):
+                print(" ".join(str(x) for x in p))
         elif cmd == "headline" and len(args) == 1:
             with open(os.path.join(args[0], "index.json"), encoding="utf-8") as fh:
                 v = json.load(fh)["verdict"]

@@ -14,7 +14,7 @@ import re
 import subprocess
 import sys
 
-from . import sweep
+from . import scaling, sweep
 
 PLOTS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "plots")
 SAFE = re.compile(r"[^A-Za-z0-9 ._+:,=()/-]")
@@ -254,6 +254,7 @@ def render(batch_dir, work):
                 "asynclg": int(bool((briefs[1] or {}).get("latency_by_loadgen")))}, work), name)
 
     plots.update(sweep.report_plots(index, work, svgs))
+    plots.update(scaling.report_plots(index, work, svgs))
     return build_html(index, page, plots)
 
 
@@ -418,6 +419,7 @@ def build_html(index, page, plots):
               f'p99 ratio actor/async {f(f"scenarios/{i}/equal_load/p99_ratio", 3)}.</p>')
 
     w(sweep.report_html(index, page, plots))
+    w(scaling.report_html(index, page, plots))
 
     # ---- efficiency
     w('<h2 id="efficiency">Requests per server CPU-second</h2>')

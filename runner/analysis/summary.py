@@ -9,7 +9,7 @@ import glob
 import json
 import os
 
-from . import rules, sweep, verdict
+from . import rules, scaling, sweep, verdict
 from .rules import is_num
 
 SCENARIOS = ("s1", "s2", "s3", "s4")
@@ -98,7 +98,8 @@ def build_index(batch_dir, target=None, generated=None):
         doc["dir"] = os.path.basename(os.path.dirname(path))
         runs.append(doc)
     sat = [r for r in runs if r.get("kind") == "saturation"]
-    probes = [r for r in runs if r.get("kind") == "probe"]
+    # scaling runs (other server CPU counts) are probes too, but never part of the verdict
+    probes = [r for r in runs if r.get("kind") == "probe" and not scaling.is_scaling_run(r)]
     eq = [r for r in runs if r.get("kind") == "equal-load"]
     planned = matrix.get("runs") or [{"server": r["server"], "scenario": r["scenario"]} for r in sat]
 
@@ -186,6 +187,7 @@ def build_index(batch_dir, target=None, generated=None):
         "verdict": v, "scenarios": scenarios, "failures": failures,
         "runs": sat, "probe_runs": probes, "equal_load_runs": eq,
         "sweep": sweep.section(runs, scenarios),
+        "scaling": scaling.section(runs, matrix),
     }
 
 
@@ -220,6 +222,14 @@ def validity(r):
     return "ok" if not r.get("flags") else ", ".join(r["flags"])
 
 
+def _config_of(index, server):
+    """The config of SERVER's first main-matrix run (its topology), else the batch's."""
+    for r in index.get("runs") or []:
+        if scaling.side_of(r.get("server")) == server and r.get("config"):
+            return r["config"]
+    return index.get("config") or {}
+
+
 def render_markdown(index):
     out = []
     w = out.append
@@ -250,6 +260,8 @@ def render_markdown(index):
       f"{cfg.get('measure_sec')} s at SAT_RATIO {index.get('sat_ratio')} x saturation, equal load "
       f"{elc.get('warmup_sec')}+{elc.get('measure_sec')} s, POST commits: "
       f"{'each alone (group commit off)' if gc in (None, 1) else f'up to {gc} per transaction in actor-server (group commit), each alone in async-server'}.")
+    w("")
+    w("Topology: " + "; ".join(scaling.topology(_config_of(index, sv), sv) for sv in scaling.SERVERS) + ".")
     w("")
     head = v["headline"][len(v["overall"]):] if v["headline"].startswith(v["overall"]) else ": " + v["headline"]
     w(f"**Verdict: {v['overall']}**{' (smoke run, not a result)' if index.get('smoke') else ''}{head}")
@@ -308,6 +320,7 @@ def render_markdown(index):
           f"{u((b or {}).get('handler_p99_us'), 0, 'us')} | {u((a or {}).get('send_lag_p99_ms'), 3, 'ms')} | "
           f"{u((b or {}).get('send_lag_p99_ms'), 3, 'ms')} | actor: {validity(a)}; async: {validity(b)} |")
     out.extend(sweep.markdown_lines(index))
+    out.extend(scaling.markdown_lines(index))
     if index.get("failures"):
         w("")
         w("## Failures")
