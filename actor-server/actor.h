@@ -1,5 +1,6 @@
 /* actor: state + a bounded mailbox + a behaviour, run by its home scheduler. The mailbox
- * has two halves: a lock-free MPSC ring for senders on other threads, and a plain FIFO
+ * has two halves: a bounded MPSC queue for senders on other threads (mailbox.h: Vyukov's
+ * queue, senders lock-free and never waiting for each other), and a plain FIFO
  * (localq) for senders on the home scheduler's own thread, which then need no atomic
  * operation and no wake-up. Each half makes the actor runnable on its own empty-to-non-
  * empty transition, and both are run by the home scheduler's one thread, so the

@@ -4,9 +4,11 @@
  * sequences: cell i starts at i (free for position i); a push at pos stores pos + 1 (full);
  * the pop of pos + 1 releases pos's cell for position pos + size, so the cell of the last
  * message popped stays unreleased and the mailbox holds at most size - 1 messages. All in
- * C11 atomics, which ThreadSanitizer sees. */
+ * C11 atomics, which ThreadSanitizer sees; the consumer's wait on a claimed slot pauses the
+ * CPU between polls with Concurrency Kit's ck_pr_stall (no memory access). */
 #include "mailbox.h"
 
+#include <ck_pr.h>
 #include <errno.h>
 #include <sched.h>
 #include <stdint.h>
@@ -79,8 +81,10 @@ int mailbox_pop(struct mailbox *mb, void **msg)
         /* Not published: empty, or claimed by a producer that has yet to store. */
         if (atomic_load_explicit(&mb->tail, memory_order_relaxed) == head)
             return -EAGAIN;
-        if (++spins < MAILBOX_PUBLISH_SPIN)
+        if (++spins < MAILBOX_PUBLISH_SPIN) {
+            ck_pr_stall();
             continue;
+        }
         spins = 0;
         sched_yield();
     }
