@@ -100,6 +100,11 @@ net_up() {
     done
 }
 ok "namespaces $NS_S ($NET.1), $NS_A ($NET.2), $NS_B ($NET.3) on a bridge in $NS_HUB" net_up
+# `ip netns exec` remounts /sys in a mount namespace of its own, which fails where / is not
+# a mount point (a chroot): nothing below can run there
+if ! nsx_err=$(ip netns exec "$NS_S" true 2>&1); then
+    skip_all "ip netns exec does not work here (${nsx_err%%$'\n'*}; e.g. a chroot whose / is not a mount point)"
+fi
 
 # ---- sshd in the agent namespaces, keys made here ---------------------------------------------
 ssh-keygen -q -t ed25519 -N '' -f "$TMP/host_key" -C it-host
