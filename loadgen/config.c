@@ -41,7 +41,7 @@ void config_usage(void *fp)
         "                       requests due per timer wake-up (16 / the rate per thread),\n"
         "                       within 50us..500us (send lag p99 about half the 1 ms\n"
         "                       validity limit at most); 50us when a thread's rate is under\n"
-        "                       2,000 req/s (a coarser tick would batch nothing). D: that\n"
+        "                       4,000 req/s (a coarser tick would batch little). D: that\n"
         "                       tick, e.g. 50us, 1ms; 0 = wake at every planned time (most\n"
         "                       precise, costliest). Max 100ms. The tick used is in --json\n"
         "                       (tick_us, tick_auto).\n"
@@ -354,8 +354,8 @@ uint64_t config_auto_tick_ns(double rate, unsigned streams)
     if (!(rate > 0) || streams == 0)
         return CONFIG_TICK_AUTO_MIN_NS;
     double per_stream = rate / streams; /* req/s of one event loop */
-    if (per_stream * (double)CONFIG_TICK_AUTO_MAX_NS < 1e9)
-        return CONFIG_TICK_AUTO_MIN_NS; /* under one request per maximal tick */
+    if (per_stream * (double)CONFIG_TICK_AUTO_MAX_NS < 2e9)
+        return CONFIG_TICK_AUTO_MIN_NS; /* under two requests per maximal tick */
     double t = CONFIG_TICK_AUTO_REQS * 1e9 / per_stream;
     if (t <= (double)CONFIG_TICK_AUTO_MIN_NS)
         return CONFIG_TICK_AUTO_MIN_NS;

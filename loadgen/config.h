@@ -75,8 +75,8 @@ int config_check_start_at(double start_at, double now_s, char *err, size_t errle
 /* --tick auto: the tick for `rate` req/s in total split over `streams` (agents x threads)
  * event loops of rate r = rate / streams each: CONFIG_TICK_AUTO_REQS / r, clamped to
  * [CONFIG_TICK_AUTO_MIN_NS, CONFIG_TICK_AUTO_MAX_NS] and rounded to whole us; but
- * CONFIG_TICK_AUTO_MIN_NS when even the maximum would hold less than one request per tick
- * on average (r < 1 / MAX: a coarser tick would add send lag and save no wake-up), and
+ * CONFIG_TICK_AUTO_MIN_NS when even the maximum would hold fewer than two requests per tick
+ * on average (r < 2 / MAX: a coarser tick would add send lag and save few wake-ups), and
  * in closed loop (rate 0). Pure. */
 uint64_t config_auto_tick_ns(double rate, unsigned streams);
 /* Prints the usage text to f. */

@@ -169,8 +169,11 @@ static void test_auto_tick(void **state)
 {
     assert_int_equal(config_auto_tick_ns(0, 1), CONFIG_TICK_AUTO_MIN_NS);
     assert_int_equal(config_auto_tick_ns(10, 1), CONFIG_TICK_AUTO_MIN_NS);
-    assert_int_equal(config_auto_tick_ns(1999, 1), CONFIG_TICK_AUTO_MIN_NS);
-    assert_int_equal(config_auto_tick_ns(2000, 1), CONFIG_TICK_AUTO_MAX_NS);
+    assert_int_equal(config_auto_tick_ns(2000, 1), CONFIG_TICK_AUTO_MIN_NS);
+    assert_int_equal(config_auto_tick_ns(3999, 1), CONFIG_TICK_AUTO_MIN_NS);
+    assert_int_equal(config_auto_tick_ns(4000, 1), CONFIG_TICK_AUTO_MAX_NS);
+    assert_int_equal(config_auto_tick_ns(8000, 2), CONFIG_TICK_AUTO_MAX_NS);
+    assert_int_equal(config_auto_tick_ns(7999, 2), CONFIG_TICK_AUTO_MIN_NS);
     assert_int_equal(config_auto_tick_ns(30000, 1), CONFIG_TICK_AUTO_MAX_NS);
     assert_int_equal(config_auto_tick_ns(32000, 1), 500000);
     assert_int_equal(config_auto_tick_ns(50000, 1), 320000);
@@ -179,7 +182,7 @@ static void test_auto_tick(void **state)
     assert_int_equal(config_auto_tick_ns(1e8, 1), CONFIG_TICK_AUTO_MIN_NS);
     assert_int_equal(config_auto_tick_ns(1e8, 0), CONFIG_TICK_AUTO_MIN_NS);
     uint64_t prev = CONFIG_TICK_AUTO_MAX_NS;
-    for (double r = 2000; r <= 1e6; r *= 1.1) {
+    for (double r = 4000; r <= 1e6; r *= 1.1) {
         uint64_t t = config_auto_tick_ns(r, 1);
         assert_true(t >= CONFIG_TICK_AUTO_MIN_NS && t <= CONFIG_TICK_AUTO_MAX_NS);
         assert_true(t <= prev); /* a higher rate never gets a coarser tick */
