@@ -37,11 +37,13 @@ void config_usage(void *fp)
         "                       wake-up, e.g. a response, sends what is due too). A timer\n"
         "                       wake-up costs 18-30 us of CPU on a small VM, more than a\n"
         "                       request, so the tick decides what constant rate costs; the\n"
-        "                       send lag it can add is up to one tick. auto (default): 16\n"
+        "                       send lag it can add is up to one tick. auto (default):\n"
+        "                       with --io uring (responses do not wake the loop) 16\n"
         "                       requests due per timer wake-up (16 / the rate per thread),\n"
-        "                       within 50us..500us (send lag p99 about half the 1 ms\n"
-        "                       validity limit at most); 50us when a thread's rate is under\n"
-        "                       4,000 req/s (a coarser tick would batch little). D: that\n"
+        "                       within 50us..500us, and 50us when a thread's rate is under\n"
+        "                       4,000 req/s (a coarser tick would batch little); with epoll\n"
+        "                       50us (every response wakes the loop and sends what is due,\n"
+        "                       so a coarser tick saves little and adds lag). D: that\n"
         "                       tick, e.g. 50us, 1ms; 0 = wake at every planned time (most\n"
         "                       precise, costliest). Max 100ms. The tick used is in --json\n"
         "                       (tick_us, tick_auto).\n"
@@ -344,9 +346,16 @@ int config_parse(int argc, char **argv, const char *env_bearer, struct config *c
                  cfg->threads);
         return -EINVAL;
     }
-    if (cfg->tick_auto)
-        cfg->tick_ns = config_auto_tick_ns(cfg->rate, cfg->agent_count * cfg->threads);
+    config_pick_tick(cfg, cfg->io != IO_EPOLL);
     return 0;
+}
+
+void config_pick_tick(struct config *cfg, int uring)
+{
+    if (!cfg->tick_auto)
+        return;
+    cfg->tick_ns = uring ? config_auto_tick_ns(cfg->rate, cfg->agent_count * cfg->threads)
+                         : CONFIG_TICK_AUTO_MIN_NS;
 }
 
 uint64_t config_auto_tick_ns(double rate, unsigned streams)

@@ -12,8 +12,10 @@
 #define CONFIG_MAX_THREADS 256
 
 #define CONFIG_MAX_TICK_NS 100000000ull     /* 100 ms */
-/* --tick auto (the default): each timer wake-up should find CONFIG_TICK_AUTO_REQS requests
- * due, within [MIN, MAX] (config_auto_tick_ns). */
+/* --tick auto (the default): with io_uring, where responses do not wake the loop, each
+ * timer wake-up should find CONFIG_TICK_AUTO_REQS requests due, within [MIN, MAX]
+ * (config_auto_tick_ns); with epoll, where every response wakes the loop and sends what is
+ * due, MIN (a coarser tick saves few wake-ups there and adds send lag: bench/NOTES.md). */
 #define CONFIG_TICK_AUTO_MIN_NS 50000ull    /* 50 us */
 #define CONFIG_TICK_AUTO_MAX_NS 500000ull   /* 500 us: send lag p99 about half of 1 ms */
 #define CONFIG_TICK_AUTO_REQS 16
@@ -79,6 +81,10 @@ int config_check_start_at(double start_at, double now_s, char *err, size_t errle
  * on average (r < 2 / MAX: a coarser tick would add send lag and save few wake-ups), and
  * in closed loop (rate 0). Pure. */
 uint64_t config_auto_tick_ns(double rate, unsigned streams);
+/* Sets cfg->tick_ns when cfg->tick_auto: config_auto_tick_ns for io_uring (`uring`
+ * nonzero), CONFIG_TICK_AUTO_MIN_NS for epoll. config_parse calls it with uring = (cfg->io
+ * != IO_EPOLL); main calls it again once --io auto is resolved. */
+void config_pick_tick(struct config *cfg, int uring);
 /* Prints the usage text to f. */
 void config_usage(void *f);
 
