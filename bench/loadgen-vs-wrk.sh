@@ -8,7 +8,9 @@
 # request; target: <= 1.1x the closed loop's (medians). CPU is user+sys of the whole
 # generator process (GNU time); server CPU from /proc/PID/stat over each run. A run where
 # the server was the bottleneck (server >= 90% of its CPU, generator < 90%) measures the
-# server, not the generator: the verdict then says NOT VALID. A benchmark, not a test.
+# server, not the generator, and a run where other processes used more than OTHER_PCT% of
+# the two CPUs (/proc/stat busy time minus the generator's and the server's) measures a
+# shared host: the verdict then says NOT VALID. A benchmark, not a test.
 set -euo pipefail
 
 CONNECTIONS="${CONNECTIONS:-64}"
@@ -26,6 +28,7 @@ WRK="${WRK:-wrk}"
 WRK_TARGET="${WRK_TARGET:-1.3}"     # loadgen req/CPU-s over wrk's, closed loop
 RATE_TARGET="${RATE_TARGET:-1.1}"   # constant-rate CPU/request over closed loop's
 BOUND_PCT="${BOUND_PCT:-90}"        # a process at or above this % of its CPU is saturated
+OTHER_PCT="${OTHER_PCT:-10}"        # others' use of the two CPUs above this % of one CPU: not quiet
 
 usage() {
     cat <<USAGE
@@ -37,7 +40,7 @@ Environment: CONNECTIONS ($CONNECTIONS), DURATION ($DURATION s), REPEAT ($REPEAT
 SERVER ($SERVER: nginx|async), LOADGEN_CPU ($LOADGEN_CPU), SERVER_CPU ($SERVER_CPU),
 LOADGEN ($LOADGEN), LOADGEN_ARGS, TICK (loadgen --tick; default loadgen's),
 FRACTIONS ($FRACTIONS), ASYNC_SERVER ($ASYNC_SERVER), WRK ($WRK), WRK_TARGET,
-RATE_TARGET, BOUND_PCT ($BOUND_PCT).
+RATE_TARGET, BOUND_PCT ($BOUND_PCT), OTHER_PCT ($OTHER_PCT).
 Run it alone (e.g. under /work/tools/timed on a shared host): other load invalidates it.
 USAGE
 }
@@ -91,35 +94,54 @@ URL="http://127.0.0.1:$PORT"
 HZ=$(getconf CLK_TCK)
 
 server_ticks() { awk '{ print $14 + $15 }' "/proc/$SERVER_PID/stat"; }
-# Each run prints: requests gen_cpu_s server_cpu_pct wall_s [send_lag_p99_ms achieved_rps]
+# busy ticks (user nice system irq softirq steal) of the generator's and the server's CPUs
+cpus_busy_ticks() {
+    awk -v a="cpu$LOADGEN_CPU" -v b="cpu$SERVER_CPU" \
+        '$1 == a || $1 == b { t += $2 + $3 + $4 + $7 + $8 + $9 } END { print t }' /proc/stat
+}
+# others_pct BUSY0 BUSY1 SRV0 SRV1 GEN_CPU_S WALL_S: % of one CPU used by anyone else
+others_pct() {
+    awk -v b0="$1" -v b1="$2" -v s0="$3" -v s1="$4" -v g="$5" -v w="$6" -v hz="$HZ" \
+        'BEGIN { o = 100 * ((b1 - b0) - (s1 - s0) - g * hz) / hz / w; printf "%.1f", o < 0 ? 0 : o }'
+}
+# Each run prints: requests gen_cpu_s server_cpu_pct wall_s others_pct
+#                  [send_lag_p99_ms achieved_rps]
 run_wrk() {
-    local t0 s0 s1 t1
-    s0=$(server_ticks); t0=$(date +%s.%N)
+    local t0 s0 s1 t1 b0 b1
+    b0=$(cpus_busy_ticks); s0=$(server_ticks); t0=$(date +%s.%N)
     taskset -c "$LOADGEN_CPU" /usr/bin/time -o "$TMP/time" -f '%U %S' \
         "$WRK" -t1 -c"$CONNECTIONS" -d"${DURATION}s" "$URL/ping" >"$TMP/wrk.out" 2>&1
-    s1=$(server_ticks); t1=$(date +%s.%N)
-    local req
+    s1=$(server_ticks); t1=$(date +%s.%N); b1=$(cpus_busy_ticks)
+    local req g w
     req=$(awk '/requests in/ { print $1 }' "$TMP/wrk.out")
-    awk -v r="$req" -v s0="$s0" -v s1="$s1" -v t0="$t0" -v t1="$t1" -v hz="$HZ" \
-        '{ w = t1 - t0; printf "%s %.3f %.1f %.3f\n", r, $1 + $2, 100 * (s1 - s0) / hz / w, w }' "$TMP/time"
+    g=$(awk '{ printf "%.3f", $1 + $2 }' "$TMP/time")
+    w=$(awk -v t0="$t0" -v t1="$t1" 'BEGIN { printf "%.3f", t1 - t0 }')
+    awk -v r="$req" -v g="$g" -v s0="$s0" -v s1="$s1" -v w="$w" -v hz="$HZ" \
+        -v o="$(others_pct "$b0" "$b1" "$s0" "$s1" "$g" "$w")" \
+        'BEGIN { printf "%s %s %.1f %s %s\n", r, g, 100 * (s1 - s0) / hz / w, w, o }'
 }
 run_loadgen() { # run_loadgen [extra flags...]
-    local t0 s0 s1 t1
-    s0=$(server_ticks); t0=$(date +%s.%N)
+    local t0 s0 s1 t1 b0 b1
+    b0=$(cpus_busy_ticks); s0=$(server_ticks); t0=$(date +%s.%N)
     # shellcheck disable=SC2086 # LOADGEN_ARGS is a list of flags
     taskset -c "$LOADGEN_CPU" /usr/bin/time -o "$TMP/time" -f '%U %S' \
         "$LOADGEN" --url "$URL" --connections "$CONNECTIONS" --threads 1 \
         --duration "$DURATION" --quiet --json "$TMP/lg.json" $LOADGEN_ARGS "$@"
-    s1=$(server_ticks); t1=$(date +%s.%N)
-    local req lag rps
+    s1=$(server_ticks); t1=$(date +%s.%N); b1=$(cpus_busy_ticks)
+    local req lag rps g w
     req=$(jq -r '.requests_completed' "$TMP/lg.json")
     lag=$(jq -r '.send_lag_ms.p99 // "-"' "$TMP/lg.json")
     rps=$(jq -r '.achieved_rps' "$TMP/lg.json")
-    awk -v r="$req" -v s0="$s0" -v s1="$s1" -v t0="$t0" -v t1="$t1" -v hz="$HZ" -v lag="$lag" \
-        -v rps="$rps" \
-        '{ w = t1 - t0; printf "%s %.3f %.1f %.3f %s %s\n", r, $1 + $2, 100 * (s1 - s0) / hz / w, w, lag, rps }' "$TMP/time"
+    g=$(awk '{ printf "%.3f", $1 + $2 }' "$TMP/time")
+    w=$(awk -v t0="$t0" -v t1="$t1" 'BEGIN { printf "%.3f", t1 - t0 }')
+    awk -v r="$req" -v g="$g" -v s0="$s0" -v s1="$s1" -v w="$w" -v hz="$HZ" -v lag="$lag" \
+        -v rps="$rps" -v o="$(others_pct "$b0" "$b1" "$s0" "$s1" "$g" "$w")" \
+        'BEGIN { printf "%s %s %.1f %s %s %s %s\n", r, g, 100 * (s1 - s0) / hz / w, w, o, lag, rps }'
 }
+# not_quiet OTHERS_PCT: true when others used more than OTHER_PCT% of a CPU
+not_quiet() { awk -v o="$1" -v t="$OTHER_PCT" 'BEGIN { exit !(o > t) }'; }
 median() { sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+span() { sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%s-%s", lo, hi }'; }
 # server_bound GEN_CPU_S WALL_S SERVER_PCT: true when the server, not the generator, limited
 server_bound() {
     awk -v c="$1" -v w="$2" -v s="$3" -v b="$BOUND_PCT" 'BEGIN { exit !(s >= b && 100 * c / w < b) }'
@@ -130,16 +152,17 @@ echo "loadgen: $(git rev-parse --short HEAD 2>/dev/null || echo '?') ${LOADGEN_A
 echo "GET /ping, 1 generator thread, $CONNECTIONS connections, ${DURATION} s per run, $REPEAT runs each; generator on CPU $LOADGEN_CPU, server on CPU $SERVER_CPU"
 echo
 echo "== closed loop: loadgen vs wrk (interleaved) =="
-printf '%-4s %-8s %10s %8s %9s %9s %14s\n' run tool requests cpu_s gen_cpu% srv_cpu% req_per_cpu_s
-ratios=() lg_rates=() lg_us=() invalid=0
+printf '%-4s %-8s %10s %8s %9s %9s %8s %14s\n' run tool requests cpu_s gen_cpu% srv_cpu% others% req_per_cpu_s
+ratios=() lg_rates=() lg_us=() invalid=0 noisy=0
 for i in $(seq "$REPEAT"); do
-    read -r wr wc ws ww < <(run_wrk)
-    read -r lr lc ls lw _ lrps < <(run_loadgen)
+    read -r wr wc ws ww wo < <(run_wrk)
+    read -r lr lc ls lw lo _ lrps < <(run_loadgen)
     wrate=$(awk -v r="$wr" -v c="$wc" 'BEGIN { printf "%.0f", r / c }')
     lrate=$(awk -v r="$lr" -v c="$lc" 'BEGIN { printf "%.0f", r / c }')
-    printf '%-4s %-8s %10s %8s %9.1f %9s %14s\n' "$i" wrk "$wr" "$wc" "$(awk -v c="$wc" -v w="$ww" 'BEGIN { print 100 * c / w }')" "$ws" "$wrate"
-    printf '%-4s %-8s %10s %8s %9.1f %9s %14s\n' "$i" loadgen "$lr" "$lc" "$(awk -v c="$lc" -v w="$lw" 'BEGIN { print 100 * c / w }')" "$ls" "$lrate"
+    printf '%-4s %-8s %10s %8s %9.1f %9s %8s %14s\n' "$i" wrk "$wr" "$wc" "$(awk -v c="$wc" -v w="$ww" 'BEGIN { print 100 * c / w }')" "$ws" "$wo" "$wrate"
+    printf '%-4s %-8s %10s %8s %9.1f %9s %8s %14s\n' "$i" loadgen "$lr" "$lc" "$(awk -v c="$lc" -v w="$lw" 'BEGIN { print 100 * c / w }')" "$ls" "$lo" "$lrate"
     if server_bound "$wc" "$ww" "$ws" || server_bound "$lc" "$lw" "$ls"; then invalid=1; fi
+    if not_quiet "$wo" || not_quiet "$lo"; then noisy=1; fi
     ratios+=("$(awk -v a="$lrate" -v b="$wrate" 'BEGIN { printf "%.3f", a / b }')")
     lg_rates+=("$lrps")
     lg_us+=("$(awk -v r="$lr" -v c="$lc" 'BEGIN { printf "%.3f", 1e6 * c / r }')")
@@ -149,9 +172,11 @@ closed_rps=$(printf '%s\n' "${lg_rates[@]}" | median)
 closed_us=$(printf '%s\n' "${lg_us[@]}" | median)
 echo "loadgen io: $(jq -r .io "$TMP/lg.json")"
 echo "ratio loadgen/wrk in req per generator CPU-second, per run: ${ratios[*]}; median $ratio (target >= $WRK_TARGET)"
-echo "loadgen closed loop: median $closed_rps req/s, $closed_us us of generator CPU per request"
+echo "loadgen closed loop: median $closed_rps req/s, $closed_us us of generator CPU per request (range $(printf '%s\n' "${lg_us[@]}" | span))"
 verdicts=()
-if [[ $invalid -eq 1 ]]; then
+if [[ $noisy -eq 1 ]]; then
+    verdicts+=("closed loop vs wrk: NOT VALID (not quiet: others used > $OTHER_PCT% of a CPU in at least one run): ${ratio}x")
+elif [[ $invalid -eq 1 ]]; then
     verdicts+=("closed loop vs wrk: NOT VALID (the server was the bottleneck in at least one run: >= $BOUND_PCT% CPU while the generator was below)")
 elif awk -v r="$ratio" -v t="$WRK_TARGET" 'BEGIN { exit !(r >= t) }'; then
     verdicts+=("closed loop vs wrk: PASS (${ratio}x >= ${WRK_TARGET}x)")
@@ -163,27 +188,33 @@ echo
 echo "== constant rate: generator CPU per request vs closed loop ($closed_us us/request) =="
 tick_flag=()
 if [[ -n "$TICK" ]]; then tick_flag=(--tick "$TICK"); fi
-printf '%-9s %-4s %10s %10s %8s %9s %12s %12s\n' fraction run rate_rps achieved cpu_s srv_cpu% us_per_req lag_p99_ms
+echo "loadgen --tick ${TICK:-default (auto)}"
+printf '%-9s %-4s %10s %10s %8s %9s %8s %8s %12s %12s\n' fraction run rate_rps achieved cpu_s srv_cpu% others% tick_us us_per_req lag_p99_ms
 for f in $FRACTIONS; do
     rate=$(awk -v f="$f" -v r="$closed_rps" 'BEGIN { printf "%.0f", f * r }')
-    us=() held=1
+    us=() held=1 rnoisy=0
     for i in $(seq "$REPEAT"); do
-        read -r r c s _ lag rps < <(run_loadgen --rate "$rate" "${tick_flag[@]}")
+        read -r r c s _ o lag rps < <(run_loadgen --rate "$rate" "${tick_flag[@]}")
         u=$(awk -v r="$r" -v c="$c" 'BEGIN { printf "%.3f", 1e6 * c / r }')
-        printf '%-9s %-4s %10s %10.0f %8s %9s %12s %12s\n' "$f" "$i" "$rate" "$rps" "$c" "$s" "$u" "$lag"
+        printf '%-9s %-4s %10s %10.0f %8s %9s %8s %8s %12s %12s\n' "$f" "$i" "$rate" "$rps" "$c" "$s" "$o" \
+            "$(jq -r .tick_us "$TMP/lg.json")" "$u" "$lag"
         us+=("$u")
         if ! awk -v a="$rps" -v t="$rate" 'BEGIN { exit !(a >= 0.99 * t) }'; then held=0; fi
+        if not_quiet "$o"; then rnoisy=1; fi
     done
     m=$(printf '%s\n' "${us[@]}" | median)
     x=$(awk -v m="$m" -v c="$closed_us" 'BEGIN { printf "%.3f", m / c }')
-    if [[ $invalid -eq 1 ]]; then
+    rng=$(printf '%s\n' "${us[@]}" | span)
+    if [[ $noisy -eq 1 || $rnoisy -eq 1 ]]; then
+        verdicts+=("constant rate at $f ($rate req/s): NOT VALID (not quiet: others used > $OTHER_PCT% of a CPU): ${m} us/request (range $rng) = ${x}x")
+    elif [[ $invalid -eq 1 ]]; then
         verdicts+=("constant rate at $f ($rate req/s): NOT VALID (closed-loop reference was server-bound): ${m} us/request = ${x}x")
     elif [[ $held -eq 0 ]]; then
         verdicts+=("constant rate at $f ($rate req/s): NOT VALID (rate not held within 1%): ${m} us/request = ${x}x")
     elif awk -v x="$x" -v t="$RATE_TARGET" 'BEGIN { exit !(x <= t) }'; then
-        verdicts+=("constant rate at $f ($rate req/s): PASS (${m} us/request = ${x}x closed loop <= ${RATE_TARGET}x)")
+        verdicts+=("constant rate at $f ($rate req/s): PASS (${m} us/request (range $rng) = ${x}x closed loop <= ${RATE_TARGET}x)")
     else
-        verdicts+=("constant rate at $f ($rate req/s): FAIL (${m} us/request = ${x}x closed loop > ${RATE_TARGET}x)")
+        verdicts+=("constant rate at $f ($rate req/s): FAIL (${m} us/request (range $rng) = ${x}x closed loop > ${RATE_TARGET}x)")
     fi
 done
 echo

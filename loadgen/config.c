@@ -32,14 +32,22 @@ void config_usage(void *fp)
         "  --rate R             total requests/s over all threads and agents; 0 = closed\n"
         "                       loop (default 0)\n"
         "  --arrivals even|poisson  spacing of planned sends at a constant rate (default even)\n"
-        "  --tick D             constant rate: the loop wakes for its timer at most once per\n"
+        "  --tick auto|D        constant rate: the loop wakes for its timer at most once per\n"
         "                       tick and then sends every request that is due (any other\n"
-        "                       wake-up, e.g. a response, sends what is due too). Default\n"
-        "                       50us: at most 20,000 timer wake-ups/s, so a request costs no\n"
-        "                       timer of its own at any rate above that, while the send lag\n"
-        "                       a tick can add (<= 50 us) stays below a loopback round trip\n"
-        "                       of a loaded server. 0 = wake at every planned time (most\n"
-        "                       precise, costliest). Max 100ms.\n"
+        "                       wake-up, e.g. a response, sends what is due too). A timer\n"
+        "                       wake-up costs 18-30 us of CPU on a small VM, more than a\n"
+        "                       request, so the tick decides what constant rate costs; the\n"
+        "                       send lag it can add is up to one tick. auto (default):\n"
+        "                       with --io uring (responses do not wake the loop) 16\n"
+        "                       requests due per timer wake-up (16 / the rate per thread),\n"
+        "                       within 50us..500us, and 50us when a thread's rate is under\n"
+        "                       4,000 req/s (a coarser tick would batch little); with epoll\n"
+        "                       50us (every response wakes the loop and sends what is due;\n"
+        "                       there a coarser tick cut CPU but lifted the send lag p99\n"
+        "                       past 1 ms on a 2-vCPU VM: bench/NOTES.md). D: that\n"
+        "                       tick, e.g. 50us, 1ms; 0 = wake at every planned time (most\n"
+        "                       precise, costliest). Max 100ms. The tick used is in --json\n"
+        "                       (tick_us, tick_auto).\n"
         "  --pipeline N         requests in flight per connection (default 1, max 64)\n"
         "  --timeout D          a response later than this is a timeout error (default 10s)\n"
         "  --io epoll|uring|auto  socket I/O (default epoll): epoll through libuv (a read\n"
@@ -235,7 +243,7 @@ int config_parse(int argc, char **argv, const char *env_bearer, struct config *c
     cfg->pipeline = 1;
     cfg->timeout_ns = 10000000000ull;
     cfg->seed = 1;
-    cfg->tick_ns = CONFIG_DEFAULT_TICK_NS;
+    cfg->tick_auto = 1;
     cfg->io = IO_EPOLL;
     cfg->agent_count = 1;
     cfg->bearer = env_bearer && *env_bearer ? env_bearer : DEFAULT_BEARER;
@@ -289,7 +297,10 @@ int config_parse(int argc, char **argv, const char *env_bearer, struct config *c
         case OPT_HGRM: cfg->hgrm_path = a; break;
         case OPT_HIST_OUT: cfg->hist_out_path = a; break;
         case OPT_TICK:
-            bad = config_parse_duration(a, &cfg->tick_ns) || cfg->tick_ns > CONFIG_MAX_TICK_NS;
+            cfg->tick_auto = strcmp(a, "auto") == 0;
+            if (!cfg->tick_auto)
+                bad = config_parse_duration(a, &cfg->tick_ns) ||
+                      cfg->tick_ns > CONFIG_MAX_TICK_NS;
             break;
         case OPT_IO:
             if (strcmp(a, "auto") == 0)
@@ -336,5 +347,29 @@ int config_parse(int argc, char **argv, const char *env_bearer, struct config *c
                  cfg->threads);
         return -EINVAL;
     }
+    config_pick_tick(cfg, cfg->io != IO_EPOLL);
     return 0;
+}
+
+void config_pick_tick(struct config *cfg, int uring)
+{
+    if (!cfg->tick_auto)
+        return;
+    cfg->tick_ns = uring ? config_auto_tick_ns(cfg->rate, cfg->agent_count * cfg->threads)
+                         : CONFIG_TICK_AUTO_MIN_NS;
+}
+
+uint64_t config_auto_tick_ns(double rate, unsigned streams)
+{
+    if (!(rate > 0) || streams == 0)
+        return CONFIG_TICK_AUTO_MIN_NS;
+    double per_stream = rate / streams; /* req/s of one event loop */
+    if (per_stream * (double)CONFIG_TICK_AUTO_MAX_NS < 2e9)
+        return CONFIG_TICK_AUTO_MIN_NS; /* under two requests per maximal tick */
+    double t = CONFIG_TICK_AUTO_REQS * 1e9 / per_stream;
+    if (t <= (double)CONFIG_TICK_AUTO_MIN_NS)
+        return CONFIG_TICK_AUTO_MIN_NS;
+    if (t >= (double)CONFIG_TICK_AUTO_MAX_NS)
+        return CONFIG_TICK_AUTO_MAX_NS;
+    return (uint64_t)(t / 1000.0 + 0.5) * 1000;
 }

@@ -11,8 +11,15 @@
 #define CONFIG_MAX_CONNECTIONS 100000
 #define CONFIG_MAX_THREADS 256
 
-#define CONFIG_DEFAULT_TICK_NS 50000ull      /* --tick default: 50 us */
 #define CONFIG_MAX_TICK_NS 100000000ull     /* 100 ms */
+/* --tick auto (the default): with io_uring, where responses do not wake the loop, each
+ * timer wake-up should find CONFIG_TICK_AUTO_REQS requests due, within [MIN, MAX]
+ * (config_auto_tick_ns); with epoll, where every response wakes the loop and sends what is
+ * due, MIN (a coarser tick there cut CPU but lifted the send lag p99 past SPEC section
+ * 8's 1 ms on a 2-vCPU VM: bench/NOTES.md). */
+#define CONFIG_TICK_AUTO_MIN_NS 50000ull    /* 50 us */
+#define CONFIG_TICK_AUTO_MAX_NS 500000ull   /* 500 us: the tick's own lag, half of 1 ms */
+#define CONFIG_TICK_AUTO_REQS 16
 #define CONFIG_MAX_AGENTS 1000
 #define CONFIG_START_AT_PAST_MAX_S 1.0      /* --start-at may lie this far in the past */
 
@@ -39,7 +46,9 @@ struct config {
     const char *json_path;
     const char *hgrm_path;
     const char *hist_out_path; /* --hist-out: lossless histograms + counters (merge input) */
-    uint64_t tick_ns;    /* constant rate: timer wake-ups at most once per tick */
+    uint64_t tick_ns;    /* constant rate: timer wake-ups at most once per tick (the
+                          * chosen one when tick_auto) */
+    int tick_auto;       /* --tick auto: tick_ns chosen from the rate per thread */
     enum io_mode io;
     unsigned agent_index; /* --agent i/N: this is agent i (0-based) of N */
     unsigned agent_count;
@@ -66,6 +75,17 @@ int config_parse_epoch(const char *s, double *out);
 /* Refuses a --start-at more than CONFIG_START_AT_PAST_MAX_S before now_s (both seconds
  * since the epoch): returns 0, or -ETIME with the reason in err. */
 int config_check_start_at(double start_at, double now_s, char *err, size_t errlen);
+/* --tick auto: the tick for `rate` req/s in total split over `streams` (agents x threads)
+ * event loops of rate r = rate / streams each: CONFIG_TICK_AUTO_REQS / r, clamped to
+ * [CONFIG_TICK_AUTO_MIN_NS, CONFIG_TICK_AUTO_MAX_NS] and rounded to whole us; but
+ * CONFIG_TICK_AUTO_MIN_NS when even the maximum would hold fewer than two requests per tick
+ * on average (r < 2 / MAX: a coarser tick would add send lag and save few wake-ups), and
+ * in closed loop (rate 0). Pure. */
+uint64_t config_auto_tick_ns(double rate, unsigned streams);
+/* Sets cfg->tick_ns when cfg->tick_auto: config_auto_tick_ns for io_uring (`uring`
+ * nonzero), CONFIG_TICK_AUTO_MIN_NS for epoll. config_parse calls it with uring = (cfg->io
+ * != IO_EPOLL); main calls it again once --io auto is resolved. */
+void config_pick_tick(struct config *cfg, int uring);
 /* Prints the usage text to f. */
 void config_usage(void *f);
 

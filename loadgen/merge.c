@@ -184,6 +184,7 @@ static void config_from_run(json_t *run, struct config *c, char *mix_name, size_
     c->arrivals = strcmp(str_field(run, "arrivals"), "poisson") == 0 ? ARRIVALS_POISSON
                                                                      : ARRIVALS_EVEN;
     c->tick_ns = (uint64_t)(num_field(run, "tick_us", 0) * 1e3 + 0.5);
+    c->tick_auto = json_is_true(json_object_get(run, "tick_auto"));
     c->warmup_ns = (uint64_t)(num_field(run, "warmup_s", 0) * 1e9 + 0.5);
     c->duration_ns = (uint64_t)(num_field(run, "duration_s", 0) * 1e9 + 0.5);
     c->timeout_ns = (uint64_t)(num_field(run, "timeout_s", 0) * 1e9 + 0.5);

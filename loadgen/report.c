@@ -76,10 +76,10 @@ void report_print(const struct report *r, FILE *f)
     if (c->rate > 0) {
         const struct histogram *lag = t->send_lag;
         fprintf(f, "  send lag (actual - planned send, ms): p50 %.3f  p99 %.3f  max %.3f  "
-                   "over %llu requests (tick %.0f us)\n",
+                   "over %llu requests (tick %.0f us%s)\n",
                 ms(histogram_percentile(lag, 50.0)), ms(histogram_percentile(lag, 99.0)),
                 ms(histogram_max(lag)), (unsigned long long)histogram_total(lag),
-                (double)c->tick_ns / 1e3);
+                (double)c->tick_ns / 1e3, c->tick_auto ? ", auto" : "");
         fprintf(f, "  waited for a free connection: %llu requests (p99 wait %.3f ms); "
                    "planned but not sent: %llu\n",
                 (unsigned long long)t->requests_waited,
@@ -176,6 +176,8 @@ void report_json(const struct report *r, FILE *f)
         fprintf(f, "%.3f", (double)c->tick_ns / 1e3);
     else
         fputs("null", f);
+    fputs(",\"tick_auto\":", f);
+    fputs(!constant ? "null" : c->tick_auto ? "true" : "false", f);
     fprintf(f, ",\"io\":\"%s\",\"agent_index\":%u,\"agent_count\":%u", r->io, c->agent_index,
             c->agent_count);
     fputs(",\"start_at_unix_s\":", f);

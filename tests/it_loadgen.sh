@@ -20,13 +20,14 @@ CO_SECS="${CO_SECS:-3}"
 CO_CONNS="${CO_CONNS:-10}"
 RATE="${RATE:-2000}"             # req/s for the rate-accuracy run (far below capacity)
 RATE_SECS="${RATE_SECS:-2}"
+AUTO_RATE="${AUTO_RATE:-8000}"   # req/s of the --tick auto run (above 4,000: coarser tick)
 
 usage() {
     cat <<USAGE
 usage: tests/it_loadgen.sh [--help]
 Integration tests of loadgen; prints TAP. Environment: BUILD ($BUILD), LOADGEN, HELPERS,
 ASYNC_SERVER ($ASYNC_SERVER), WRK ($WRK), STALL_MS, CO_RATE, CO_SECS, CO_CONNS, RATE,
-RATE_SECS.
+RATE_SECS, AUTO_RATE.
 USAGE
 }
 # shellcheck source=bench/lib.sh
@@ -165,6 +166,12 @@ done
     --connections 8 --tick 1ms --json "$TMP/tick1ms.json" --quiet
 "$LOADGEN" --url "http://127.0.0.1:$SERVER_PORT" --rate "$RATE" --duration "$RATE_SECS" \
     --connections 8 --tick 0 --io epoll --json "$TMP/tick0.json" --quiet
+# --tick auto (the default) at AUTO_RATE req/s on one thread: with io_uring 16 / AUTO_RATE
+# capped at 500 us; with epoll 50 us (--io auto: epoll where io_uring is not usable).
+"$LOADGEN" --url "http://127.0.0.1:$SERVER_PORT" --rate "$AUTO_RATE" --duration "$RATE_SECS" \
+    --connections 8 --io auto --json "$TMP/tickauto.json" --quiet
+"$LOADGEN" --url "http://127.0.0.1:$SERVER_PORT" --rate "$AUTO_RATE" --duration "$RATE_SECS" \
+    --connections 8 --io epoll --json "$TMP/tickauto-epoll.json" --quiet
 # Two agents splitting one schedule at RATE, started together by --start-at.
 start_at=$(awk -v t="$(date +%s.%N)" 'BEGIN { printf "%.3f", t + 1.5 }')
 agent_pids=()
@@ -193,6 +200,22 @@ for t in tick1ms tick0; do
 done
 check "--tick 1ms: send lag p50 $(jget "$TMP/tick1ms.json" .send_lag_ms.p50) ms within the tick (+ 1 ms for a loaded host)" \
     fcmp "$(jget "$TMP/tick1ms.json" .send_lag_ms.p50)" '<' 2
+check "--tick 1ms and 0: tick_auto false in --json" \
+    jtrue -s 'all(.[]; .tick_auto == false)' "$TMP/tick1ms.json" "$TMP/tick0.json"
+A="$TMP/tickauto.json"
+want_tick=$(awk -v r="$AUTO_RATE" -v io="$(jget "$A" .io)" 'BEGIN { t = 16e6 / r; if (t > 500) t = 500; if (t < 50 || r < 4000 || io != "io_uring") t = 50; printf "%d", t + 0.5 }')
+check "--tick auto, epoll, $AUTO_RATE req/s: tick_us $(jget "$TMP/tickauto-epoll.json" .tick_us) = 50, tick_auto true" \
+    jtrue '.tick_auto == true and .tick_us == 50 and .io == "epoll"' "$TMP/tickauto-epoll.json"
+# shellcheck disable=SC2016 # $t is jq's
+check "--tick auto, io $(jget "$A" .io), $AUTO_RATE req/s: tick_us $(jget "$A" .tick_us) = $want_tick (io_uring: 16 requests per tick, within 50-500 us), tick_auto $(jget "$A" .tick_auto)" \
+    jtrue --argjson t "$want_tick" '.tick_auto == true and .tick_us == $t and .tick_us >= 50 and .tick_us <= 500' "$A"
+got=$(jget "$A" .requests_completed)
+check "--tick auto: completed $got within 1% of $((AUTO_RATE * RATE_SECS)), no errors" \
+    bash -c "[[ $(jget "$A" .errors_total) -eq 0 ]] && awk -v g=$got -v w=$((AUTO_RATE * RATE_SECS)) 'BEGIN { d = g - w; if (d < 0) d = -d; exit !(d <= 0.01 * w) }'"
+# Each request waits at most one tick for the timer (less when a response wakes the loop):
+# the median lag is within the tick, + 1 ms for a loaded host.
+check "--tick auto: send lag p50 $(jget "$A" .send_lag_ms.p50) ms within the tick ($(jget "$A" .tick_us) us) + 1 ms" \
+    jtrue '.send_lag_ms.p50 < .tick_us / 1000 + 1' "$A"
 a0=$(jget "$TMP/agent0.json" .requests_completed); a1=$(jget "$TMP/agent1.json" .requests_completed)
 M="$TMP/merged.json"
 half=$((RATE * RATE_SECS / 2))
@@ -233,10 +256,10 @@ check "send lag present and ordered: 0 <= p50 $(jget "$R" .send_lag_ms.p50) <= p
     jtrue '.send_lag_ms | (.p50 >= 0 and .p50 <= .p99 and .p99 <= .max and .mean >= 0)' "$R"
 check "send lag counts every request sent ($(jget "$R" .send_lag_ms.count) = $(jget "$R" .requests_sent))" \
     jtrue '.send_lag_ms.count == .requests_sent' "$R"
-check "constant-rate facts: tick_us 50, requests_not_sent $(jget "$R" .requests_not_sent) <= 1%, loadgen_cpu_pct $(jget "$R" .loadgen_cpu_pct) in (0, 100*threads]" \
-    jtrue '.tick_us == 50 and .requests_not_sent <= 0.01 * .requests_sent and .loadgen_cpu_pct > 0 and .loadgen_cpu_pct <= 100 * .threads and (.io == "io_uring" or .io == "epoll")' "$R"
+check "constant-rate facts: tick_us 50 (auto, $RATE req/s batches too little), requests_not_sent $(jget "$R" .requests_not_sent) <= 1%, loadgen_cpu_pct $(jget "$R" .loadgen_cpu_pct) in (0, 100*threads]" \
+    jtrue '.tick_us == 50 and .tick_auto == true and .requests_not_sent <= 0.01 * .requests_sent and .loadgen_cpu_pct > 0 and .loadgen_cpu_pct <= 100 * .threads and (.io == "io_uring" or .io == "epoll")' "$R"
 check "closed loop: send lag, connection waits and tick are null (no planned times)" \
-    jtrue '.send_lag_ms == null and .requests_waited_for_connection == null and .connection_wait_ms == null and .tick_us == null and .requests_not_sent == null' "$TMP/pipe.json"
+    jtrue '.send_lag_ms == null and .requests_waited_for_connection == null and .connection_wait_ms == null and .tick_us == null and .tick_auto == null and .requests_not_sent == null' "$TMP/pipe.json"
 pc=$(jget "$TMP/pipe.json" .requests_completed)
 check "closed loop, pipeline 8, 2 threads: $pc completed, no errors" \
     bash -c "[[ $pc -gt 1000 && $(jget "$TMP/pipe.json" .errors_total) -eq 0 ]]"

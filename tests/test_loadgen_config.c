@@ -121,18 +121,47 @@ static void test_tick_io_defaults(void **state)
     struct config cfg;
     char err[256];
     assert_int_equal(parse(&cfg, err, sizeof err, "--url", "http://h:1", NULL), 0);
-    assert_int_equal(cfg.tick_ns, CONFIG_DEFAULT_TICK_NS);
-    assert_int_equal(cfg.tick_ns, 50000);
+    assert_true(cfg.tick_auto); /* closed loop: the minimum, unused */
+    assert_int_equal(cfg.tick_ns, CONFIG_TICK_AUTO_MIN_NS);
     assert_int_equal(cfg.io, IO_EPOLL);
     assert_int_equal(cfg.agent_index, 0);
     assert_int_equal(cfg.agent_count, 1);
     assert_true(cfg.start_at == 0);
     assert_null(cfg.hist_out_path);
+    assert_int_equal(parse(&cfg, err, sizeof err, "--url", "http://h:1", "--rate", "90000",
+                           NULL),
+                     0);
+    assert_true(cfg.tick_auto); /* epoll: responses wake the loop; the minimum */
+    assert_int_equal(cfg.tick_ns, CONFIG_TICK_AUTO_MIN_NS);
+    assert_int_equal(parse(&cfg, err, sizeof err, "--url", "http://h:1", "--rate", "90000",
+                           "--io", "uring", NULL),
+                     0);
+    assert_true(cfg.tick_auto);
+    assert_int_equal(cfg.tick_ns, 178000); /* 16 / 90,000 req/s = 177.8 us */
+    config_pick_tick(&cfg, 0); /* --io auto that fell back to epoll */
+    assert_int_equal(cfg.tick_ns, CONFIG_TICK_AUTO_MIN_NS);
+    assert_int_equal(parse(&cfg, err, sizeof err, "--url", "http://h:1", "--rate", "90000",
+                           "--threads", "2", "--tick", "auto", "--io", "auto", NULL),
+                     0);
+    assert_true(cfg.tick_auto);
+    assert_int_equal(cfg.tick_ns, 356000); /* 45,000 req/s per thread */
+    assert_int_equal(parse(&cfg, err, sizeof err, "--url", "http://h:1", "--rate", "90000",
+                           "--agent", "0/3", "--io", "uring", NULL),
+                     0);
+    assert_int_equal(cfg.tick_ns, 500000); /* 30,000 req/s per agent: capped */
+    config_pick_tick(&cfg, 1);
+    assert_int_equal(cfg.tick_ns, 500000);
+    assert_int_equal(parse(&cfg, err, sizeof err, "--url", "http://h:1", "--rate", "90000",
+                           "--io", "uring", "--tick", "1ms", NULL),
+                     0);
+    config_pick_tick(&cfg, 1); /* a fixed tick stays */
+    assert_int_equal(cfg.tick_ns, 1000000);
     assert_int_equal(parse(&cfg, err, sizeof err, "--url", "http://h:1", "--tick", "1ms", "--io",
                            "uring", "--agent", "2/3", "--start-at", "1767225600.25",
                            "--hist-out", "x.hist.json", NULL),
                      0);
     assert_int_equal(cfg.tick_ns, 1000000);
+    assert_false(cfg.tick_auto);
     assert_int_equal(cfg.io, IO_URING);
     assert_int_equal(cfg.agent_index, 2);
     assert_int_equal(cfg.agent_count, 3);
@@ -140,11 +169,43 @@ static void test_tick_io_defaults(void **state)
     assert_string_equal(cfg.hist_out_path, "x.hist.json");
     assert_int_equal(parse(&cfg, err, sizeof err, "--url", "http://h:1", "--tick", "0", NULL), 0);
     assert_int_equal(cfg.tick_ns, 0);
+    assert_false(cfg.tick_auto);
     assert_int_equal(parse(&cfg, err, sizeof err, "--url", "http://h:1", "--tick", "101ms", NULL),
                      -EINVAL);
     assert_non_null(strstr(err, "--tick"));
     assert_int_equal(parse(&cfg, err, sizeof err, "--url", "http://h:1", "--io", "kqueue", NULL),
                      -EINVAL);
+}
+
+/* --tick auto: bounded, monotone in the rate per event loop, and never coarser than the
+ * minimum when it would batch nothing. */
+static void test_auto_tick(void **state)
+{
+    assert_int_equal(config_auto_tick_ns(0, 1), CONFIG_TICK_AUTO_MIN_NS);
+    assert_int_equal(config_auto_tick_ns(10, 1), CONFIG_TICK_AUTO_MIN_NS);
+    assert_int_equal(config_auto_tick_ns(2000, 1), CONFIG_TICK_AUTO_MIN_NS);
+    assert_int_equal(config_auto_tick_ns(3999, 1), CONFIG_TICK_AUTO_MIN_NS);
+    assert_int_equal(config_auto_tick_ns(4000, 1), CONFIG_TICK_AUTO_MAX_NS);
+    assert_int_equal(config_auto_tick_ns(8000, 2), CONFIG_TICK_AUTO_MAX_NS);
+    assert_int_equal(config_auto_tick_ns(7999, 2), CONFIG_TICK_AUTO_MIN_NS);
+    assert_int_equal(config_auto_tick_ns(30000, 1), CONFIG_TICK_AUTO_MAX_NS);
+    assert_int_equal(config_auto_tick_ns(32000, 1), 500000);
+    assert_int_equal(config_auto_tick_ns(50000, 1), 320000);
+    assert_int_equal(config_auto_tick_ns(64000, 2), 500000); /* per stream as 32,000 */
+    assert_int_equal(config_auto_tick_ns(320000, 1), CONFIG_TICK_AUTO_MIN_NS);
+    assert_int_equal(config_auto_tick_ns(1e8, 1), CONFIG_TICK_AUTO_MIN_NS);
+    assert_int_equal(config_auto_tick_ns(1e8, 0), CONFIG_TICK_AUTO_MIN_NS);
+    uint64_t prev = CONFIG_TICK_AUTO_MAX_NS;
+    for (double r = 4000; r <= 1e6; r *= 1.1) {
+        uint64_t t = config_auto_tick_ns(r, 1);
+        assert_true(t >= CONFIG_TICK_AUTO_MIN_NS && t <= CONFIG_TICK_AUTO_MAX_NS);
+        assert_true(t <= prev); /* a higher rate never gets a coarser tick */
+        assert_true(t % 1000 == 0);
+        /* at least CONFIG_TICK_AUTO_REQS requests due per tick unless capped */
+        if (t < CONFIG_TICK_AUTO_MAX_NS)
+            assert_true(r * (double)t / 1e9 >= CONFIG_TICK_AUTO_REQS * 0.99);
+        prev = t;
+    }
 }
 
 static void test_agent_parse(void **state)
@@ -213,6 +274,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tick_io_defaults),
+        cmocka_unit_test(test_auto_tick),
         cmocka_unit_test(test_agent_parse),
         cmocka_unit_test(test_start_at),
         cmocka_unit_test(test_timebase_is_one_clock),
