@@ -34,6 +34,8 @@ usage: bench/instr-per-req.sh [--save-baseline NAME] [--baseline NAME] [--repeat
 Environment: BUILD=$BUILD N=$N CONNECTIONS=$CONNECTIONS MODE=$MODE (serial|burst|closed)
   NGINX=$NGINX ACTOR_ARGS="$ACTOR_ARGS" INSTR_NOISE_PCT=$INSTR_NOISE_PCT OUT=$OUT
   KEEP_DIR=$KEEP_DIR
+BUILD may be the build/ of another worktree (e.g. an older commit checked out with
+git worktree add): the commit recorded is that tree's.
 Rows: s1 (GET /ping), s2 (GET /users/{id}), s3 (loadgen-scripts/s3_mixed.mix), each for
 async-server and actor-server; s1 for nginx (master_process off, 1 worker) if installed.
 Not timed: run it under /work/tools/heavy on a shared machine. Exit 0, 1 on failure,
@@ -190,9 +192,12 @@ mix_of() {
     esac
 }
 
-commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+# The commit of the tree BUILD was built from (BUILD may be another worktree's build/, to
+# measure an older commit with this script's client and mixes).
+src=$(dirname "$BUILD")
+commit=$(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo unknown)
 dirty=""
-if [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then dirty="+dirty"; fi
+if [ -n "$(git -C "$src" status --porcelain --untracked-files=no 2>/dev/null)" ]; then dirty="+dirty"; fi
 for round in $(seq 1 "$repeat"); do
     for r in "${selected[@]}"; do
         sc=${r%%/*}
