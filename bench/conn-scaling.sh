@@ -32,7 +32,7 @@ usage: bench/conn-scaling.sh [--help]
 Environment: CONNS="$CONNS" ROUNDS=$ROUNDS DURATION=$DURATION WARMUP=$WARMUP
   SERVERS="$SERVERS" SERVER_CPU=$SERVER_CPU LOADGEN_CPU=$LOADGEN_CPU
   MIN_CPU_PCT=$MIN_CPU_PCT MAX_LOADGEN_PCT=$MAX_LOADGEN_PCT NGINX=$NGINX BUILD=$BUILD OUT=$OUT
-A timed benchmark: run it as /work/tools/timed bench/conn-scaling.sh on a shared machine.
+A timed benchmark: run it with nothing else on the machine.
 Raises the open-file limit to the hard limit (it needs more than the largest CONNS).
 Results: a table on stdout, JSON in OUT. Exit 0 when every figure is valid, 3 when some
 is not (the table says which and why), 1 on failure, 2 usage.

@@ -3,7 +3,7 @@
 # ops/s and p50/p99 per operation, then ns per hop) and, unless --no-callgrind, counts
 # the instructions of one hop of each kind under callgrind (HOP_ITERS hops, collection
 # limited to the hop loop, total Ir / HOP_ITERS). Prints a header with date, host, CPUs
-# and commit. Timing belongs under /work/tools/timed, callgrind under heavy on a shared host.
+# and commit. Timings need the machine to themselves; callgrind counts do not.
 set -euo pipefail
 
 BUILD=${BUILD:-build}

@@ -38,7 +38,7 @@ BUILD may be the build/ of another worktree (e.g. an older commit checked out wi
 git worktree add): the commit recorded is that tree's.
 Rows: s1 (GET /ping), s2 (GET /users/{id}), s3 (loadgen-scripts/s3_mixed.mix), each for
 async-server and actor-server; s1 for nginx (master_process off, 1 worker) if installed.
-Not timed: run it under /work/tools/heavy on a shared machine. Exit 0, 1 on failure,
+Not timed: instruction counts do not need a quiet machine. Exit 0, 1 on failure,
 2 usage.
 EOF
 }

@@ -41,7 +41,7 @@ SERVER ($SERVER: nginx|async), LOADGEN_CPU ($LOADGEN_CPU), SERVER_CPU ($SERVER_C
 LOADGEN ($LOADGEN), LOADGEN_ARGS, TICK (loadgen --tick; default loadgen's),
 FRACTIONS ($FRACTIONS), ASYNC_SERVER ($ASYNC_SERVER), WRK ($WRK), WRK_TARGET,
 RATE_TARGET, BOUND_PCT ($BOUND_PCT), OTHER_PCT ($OTHER_PCT).
-Run it alone (e.g. under /work/tools/timed on a shared host): other load invalidates it.
+Run it alone: other load invalidates it.
 USAGE
 }
 # shellcheck source=bench/lib.sh

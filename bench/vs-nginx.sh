@@ -33,7 +33,7 @@ Environment: DURATION=$DURATION ROUNDS=$ROUNDS WARMUP=$WARMUP CONNECTIONS=$CONNE
   LOADGEN_CPU=$LOADGEN_CPU ACTOR=$ACTOR (1 adds actor-server --threads 1 --workers 0)
   NGINX=$NGINX BUILD=$BUILD MIN_CPU_PCT=$MIN_CPU_PCT OUT=$OUT
   LOADGEN=$LOADGEN (auto: $BUILD/loadgen if built, else wrk) PIPELINE=$PIPELINE (loadgen only)
-A timed benchmark: run it as /work/tools/timed bench/vs-nginx.sh on a shared machine.
+A timed benchmark: run it with nothing else on the machine.
 Results: a table on stdout, JSON in OUT. Exit 0, 1 on failure, 2 usage, 3 when a server
 was not saturated in some round (the ratio is then not valid).
 EOF
