@@ -81,7 +81,7 @@ static struct actor_loop *loop_of(struct request *req)
 /* The answer to a request that found a mailbox full or its loop over the cap. */
 static void __attribute__((noinline)) set_overloaded(struct request *req)
 {
-    http_error_response(&req->resp, 503, "overloaded");
+    response_error(&req->resp, 503, "overloaded");
     req->resp.flags |= RESP_RETRY_AFTER;
 }
 
