@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "actor.h"
+#include "atomics.h"
 #include "sched.h"
 #include "serve.h"
 
@@ -248,7 +249,7 @@ static void loop_fini(struct server_loop *l, void *arg)
 {
     struct serve_ctx *ctx = arg;
     struct actor_state *st = ctx->arch;
-    if (__atomic_sub_fetch(&st->busy_loops, 1, __ATOMIC_ACQ_REL) == 0)
+    if (atomics_sub_acq_rel(&st->busy_loops, 1) == 1)
         for (unsigned i = 0; i < st->nloops; i++)
             uv_async_send(&st->loops[i].fin_async);
 }

@@ -56,6 +56,30 @@ ATOMICS_INLINE unsigned atomics_sub_acq_rel(unsigned *p, unsigned v)
     return __atomic_fetch_sub(p, v, __ATOMIC_ACQ_REL);
 }
 
+ATOMICS_INLINE unsigned atomics_add_seq_cst(unsigned *p, unsigned v)
+{
+    return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);
+}
+ATOMICS_INLINE unsigned atomics_sub_seq_cst(unsigned *p, unsigned v)
+{
+    return __atomic_fetch_sub(p, v, __ATOMIC_SEQ_CST);
+}
+ATOMICS_INLINE unsigned atomics_exchange_seq_cst(unsigned *p, unsigned v)
+{
+    return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST);
+}
+/* Sets *p to desired if it holds *expected (true); else *expected = *p (false). */
+ATOMICS_INLINE bool atomics_cas_seq_cst(unsigned *p, unsigned *expected, unsigned desired)
+{
+    return __atomic_compare_exchange_n(p, expected, desired, false, __ATOMIC_SEQ_CST,
+                                       __ATOMIC_SEQ_CST);
+}
+/* A full fence: no load or store moves across it either way. */
+ATOMICS_INLINE void atomics_fence_seq_cst(void)
+{
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
 /* ---- 64-bit counters ---- */
 
 ATOMICS_INLINE uint64_t atomics_load64_relaxed(const uint64_t *p)
