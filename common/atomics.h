@@ -3,7 +3,7 @@
  * the memory order spelled in the name. 32-bit words are `unsigned` (flags, states,
  * counts, futex words); 64-bit counters use the *64 forms. Every access to a shared
  * word goes through these, so ThreadSanitizer sees each one and a reader sees the
- * ordering at the call site. */
+ * ordering at the call site. Each wrapper is one line below, its name written out. */
 #ifndef COMMON_ATOMICS_H
 #define COMMON_ATOMICS_H
 
@@ -11,63 +11,33 @@
 #include <stdint.h>
 
 #define ATOMICS_INLINE static inline __attribute__((always_inline))
+/* name(p): *p read with ORDER. */
+#define ATOMICS_LOAD(T, name, ORDER)                                                      \
+    ATOMICS_INLINE T name(const T *p) { return __atomic_load_n(p, ORDER); }
+/* name(p, v): *p = v with ORDER. */
+#define ATOMICS_STORE(T, name, ORDER)                                                     \
+    ATOMICS_INLINE void name(T *p, T v) { __atomic_store_n(p, v, ORDER); }
+/* name(p, v): a read-modify-write (OP: fetch_add, fetch_sub, exchange) returning the
+ * value before it. */
+#define ATOMICS_RMW(T, name, OP, ORDER)                                                   \
+    ATOMICS_INLINE T name(T *p, T v) { return __atomic_##OP(p, v, ORDER); }
 
 /* ---- 32-bit words ---- */
 
-ATOMICS_INLINE unsigned atomics_load_relaxed(const unsigned *p)
-{
-    return __atomic_load_n(p, __ATOMIC_RELAXED);
-}
-ATOMICS_INLINE unsigned atomics_load_acquire(const unsigned *p)
-{
-    return __atomic_load_n(p, __ATOMIC_ACQUIRE);
-}
-ATOMICS_INLINE unsigned atomics_load_seq_cst(const unsigned *p)
-{
-    return __atomic_load_n(p, __ATOMIC_SEQ_CST);
-}
-ATOMICS_INLINE void atomics_store_relaxed(unsigned *p, unsigned v)
-{
-    __atomic_store_n(p, v, __ATOMIC_RELAXED);
-}
-ATOMICS_INLINE void atomics_store_release(unsigned *p, unsigned v)
-{
-    __atomic_store_n(p, v, __ATOMIC_RELEASE);
-}
-ATOMICS_INLINE void atomics_store_seq_cst(unsigned *p, unsigned v)
-{
-    __atomic_store_n(p, v, __ATOMIC_SEQ_CST);
-}
-/* The read-modify-writes return the value before the change. */
-ATOMICS_INLINE unsigned atomics_add_relaxed(unsigned *p, unsigned v)
-{
-    return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
-}
-ATOMICS_INLINE unsigned atomics_add_acq_rel(unsigned *p, unsigned v)
-{
-    return __atomic_fetch_add(p, v, __ATOMIC_ACQ_REL);
-}
-ATOMICS_INLINE unsigned atomics_sub_relaxed(unsigned *p, unsigned v)
-{
-    return __atomic_fetch_sub(p, v, __ATOMIC_RELAXED);
-}
-ATOMICS_INLINE unsigned atomics_sub_acq_rel(unsigned *p, unsigned v)
-{
-    return __atomic_fetch_sub(p, v, __ATOMIC_ACQ_REL);
-}
+ATOMICS_LOAD(unsigned, atomics_load_relaxed, __ATOMIC_RELAXED)
+ATOMICS_LOAD(unsigned, atomics_load_acquire, __ATOMIC_ACQUIRE)
+ATOMICS_LOAD(unsigned, atomics_load_seq_cst, __ATOMIC_SEQ_CST)
+ATOMICS_STORE(unsigned, atomics_store_relaxed, __ATOMIC_RELAXED)
+ATOMICS_STORE(unsigned, atomics_store_release, __ATOMIC_RELEASE)
+ATOMICS_STORE(unsigned, atomics_store_seq_cst, __ATOMIC_SEQ_CST)
+ATOMICS_RMW(unsigned, atomics_add_relaxed, fetch_add, __ATOMIC_RELAXED)
+ATOMICS_RMW(unsigned, atomics_add_acq_rel, fetch_add, __ATOMIC_ACQ_REL)
+ATOMICS_RMW(unsigned, atomics_add_seq_cst, fetch_add, __ATOMIC_SEQ_CST)
+ATOMICS_RMW(unsigned, atomics_sub_relaxed, fetch_sub, __ATOMIC_RELAXED)
+ATOMICS_RMW(unsigned, atomics_sub_acq_rel, fetch_sub, __ATOMIC_ACQ_REL)
+ATOMICS_RMW(unsigned, atomics_sub_seq_cst, fetch_sub, __ATOMIC_SEQ_CST)
+ATOMICS_RMW(unsigned, atomics_exchange_seq_cst, exchange_n, __ATOMIC_SEQ_CST)
 
-ATOMICS_INLINE unsigned atomics_add_seq_cst(unsigned *p, unsigned v)
-{
-    return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);
-}
-ATOMICS_INLINE unsigned atomics_sub_seq_cst(unsigned *p, unsigned v)
-{
-    return __atomic_fetch_sub(p, v, __ATOMIC_SEQ_CST);
-}
-ATOMICS_INLINE unsigned atomics_exchange_seq_cst(unsigned *p, unsigned v)
-{
-    return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST);
-}
 /* Sets *p to desired if it holds *expected (true); else *expected = *p (false). */
 ATOMICS_INLINE bool atomics_cas_seq_cst(unsigned *p, unsigned *expected, unsigned desired)
 {
@@ -82,19 +52,17 @@ ATOMICS_INLINE void atomics_fence_seq_cst(void)
 
 /* ---- 64-bit counters ---- */
 
-ATOMICS_INLINE uint64_t atomics_load64_relaxed(const uint64_t *p)
-{
-    return __atomic_load_n(p, __ATOMIC_RELAXED);
-}
-ATOMICS_INLINE void atomics_store64_relaxed(uint64_t *p, uint64_t v)
-{
-    __atomic_store_n(p, v, __ATOMIC_RELAXED);
-}
+ATOMICS_LOAD(uint64_t, atomics_load64_relaxed, __ATOMIC_RELAXED)
+ATOMICS_STORE(uint64_t, atomics_store64_relaxed, __ATOMIC_RELAXED)
 /* A counter with one writer thread, read from others: a plain add made visible without
  * a locked read-modify-write. Only its writer may call it. */
 ATOMICS_INLINE void atomics_add64_one_writer(uint64_t *p, uint64_t n)
 {
     __atomic_store_n(p, __atomic_load_n(p, __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
 }
+
+#undef ATOMICS_LOAD
+#undef ATOMICS_STORE
+#undef ATOMICS_RMW
 
 #endif
