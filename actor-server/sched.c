@@ -32,7 +32,8 @@ struct sched {
     struct sched_local local; /* runnable local halves; s's own thread only */
     unsigned local_burst;    /* local runs since the run queue last had a look; own thread */
     struct mailbox runq;     /* runnable actors; any thread pushes, the scheduler pops */
-    unsigned idle;           /* atomics.h, a futex word: AWAKE, IDLE (asleep or about to be), STOPPED */
+    unsigned idle;           /* atomics.h, a futex word: AWAKE, IDLE (asleep or about to
+                                be), STOPPED */
     unsigned stop;           /* atomics.h: thread kind: exit once the run queue is empty */
     unsigned actors;         /* atomics.h: actors homed here (bounds the run queue) */
     enum sched_kind kind;
@@ -43,7 +44,8 @@ struct sched {
     uv_async_t async;        /* uv kind; data = this */
     bool async_closed;       /* uv kind: close callback ran */
     uv_prepare_t prepare;    /* uv kind, bound: drains local sends before the loop blocks */
-    unsigned bound;          /* atomics.h: uv kind: loop_thread is set (release: other threads read it) */
+    unsigned bound;          /* atomics.h: uv kind: loop_thread is set (release: other
+                                threads read it) */
     bool prepare_closed;
     pthread_t loop_thread;   /* uv kind: the loop's thread, once bound */
 };

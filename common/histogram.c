@@ -181,7 +181,8 @@ int histogram_merge(struct histogram *dst, const struct histogram *src)
     atomics_add64_one_writer(&dst->total, added);
     atomics_add64_one_writer(&dst->out_of_range, atomics_load64_relaxed(&src->out_of_range));
     atomics_add64_one_writer(&dst->sum, atomics_load64_relaxed(&src->sum));
-    uint64_t src_min = atomics_load64_relaxed(&src->min), src_max = atomics_load64_relaxed(&src->max);
+    uint64_t src_min = atomics_load64_relaxed(&src->min);
+    uint64_t src_max = atomics_load64_relaxed(&src->max);
     if (src_min < atomics_load64_relaxed(&dst->min))
         atomics_store64_relaxed(&dst->min, src_min);
     if (src_max > atomics_load64_relaxed(&dst->max))
