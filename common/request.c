@@ -4,7 +4,6 @@
 #include "request.h"
 
 #include <stdlib.h>
-#include <string.h>
 
 #define POOL_KEEP 1024   /* free requests kept per loop */
 #define POOL_KEEP_LIST 64 /* beyond this many, pooled requests drop their list array */
@@ -16,9 +15,20 @@ struct request *request_new(void)
     return req;
 }
 
+/* 16 bytes of any type, for clearing the reset region in whole-vector stores. */
+typedef unsigned char request_chunk __attribute__((vector_size(16), aligned(8), may_alias));
+_Static_assert(REQUEST_RESET_END % sizeof(request_chunk) == 0,
+               "the reset region is whole 16-byte chunks");
+
 void request_reset(struct request *req)
 {
-    memset(req, 0, REQUEST_RESET_END);
+    /* The memset of the region, written as unrolled 16-byte stores: GCC turns a
+     * constant-size memset of it (112 bytes) into `rep stos` (14 counted iterations),
+     * this into 7 stores, so the reset costs no more instructions than the
+     * field-by-field one did. */
+#pragma GCC unroll 16
+    for (size_t off = 0; off < REQUEST_RESET_END; off += sizeof(request_chunk))
+        *(request_chunk *)((char *)req + off) = (request_chunk){0};
     req->http_minor = 1;
     req->route = ROUTE_OTHER;
     buf_reset(&req->resp.body);
