@@ -188,6 +188,8 @@ static void send_str(int fd, const char *s)
 /* Bytes of one complete response at the start of p[0..n), or 0 if it is not all there. */
 static size_t response_len(const char *p, size_t n)
 {
+    if (n == 0)
+        return 0; /* p may be NULL then (an empty buffer) */
     const char *end = memmem(p, n, "\r\n\r\n", 4);
     if (end == NULL)
         return 0;
