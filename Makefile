@@ -189,8 +189,8 @@ FUZZ_RUN     = $(FUZZ_BUILD)/fuzz_request -max_total_time=$(1) -max_len=16384 \
                 $(FUZZ_BUILD)/corpus tests/fuzz/corpus
 
 .PHONY: fuzz fuzz-ci
-# the request path only: no sockets, so not the connection layer (server.c, serve.c)
-FUZZ_SRC     := $(filter-out common/server.c common/serve.c,$(COMMON_SRC))
+# the request path only: no sockets, so not the connection layer (server.c, conn.c, serve.c)
+FUZZ_SRC     := $(filter-out common/server.c common/conn.c common/serve.c,$(COMMON_SRC))
 $(FUZZ_BUILD)/fuzz_request: tests/fuzz/fuzz_request.c $(FUZZ_SRC) $(wildcard common/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_FLAGS) tests/fuzz/fuzz_request.c $(FUZZ_SRC) \

@@ -37,9 +37,9 @@ struct actor *actor_new(const char *name, actor_fn fn, void *state, struct sched
     a->home_local = sched_local_of(home);
     a->local_ready = false;
     a->local_next = NULL;
-    atomic_init(&a->pending, 0);
-    atomic_init(&a->processed, 0);
-    atomic_init(&a->runs, 0);
+    atomics_store_relaxed(&a->pending, 0);
+    atomics_store64_relaxed(&a->processed, 0);
+    atomics_store64_relaxed(&a->runs, 0);
     return a;
 
 fail_attach:
@@ -70,21 +70,20 @@ int actor_send_remote(struct actor *a, void *msg)
         return rc;
     /* Counted after the push, so a runner that sees pending = n finds >= n messages.
      * Whoever moves pending from 0 owns scheduling the actor. */
-    if (atomic_fetch_add_explicit(&a->pending, 1, memory_order_acq_rel) == 0)
+    if (atomics_add_acq_rel(&a->pending, 1) == 0)
         sched_ready(a->home, a);
     return 0;
 }
 
 bool actor_run(struct actor *a, unsigned batch)
 {
-    unsigned n = atomic_load_explicit(&a->pending, memory_order_acquire);
+    unsigned n = atomics_load_acquire(&a->pending);
     unsigned done = 0;
     void *msg;
 
     if (n > batch)
         n = batch;
-    atomic_store_explicit(&a->runs, atomic_load_explicit(&a->runs, memory_order_relaxed) + 1,
-                          memory_order_relaxed);
+    atomics_add64_one_writer(&a->runs, 1);
     while (done < n) {
         /* Cannot fail: the mailbox holds at least pending >= n messages. */
         if (mailbox_pop(&a->mailbox, &msg) != 0)
@@ -94,11 +93,9 @@ bool actor_run(struct actor *a, unsigned batch)
     }
     if (a->batch_end != NULL)
         a->batch_end(a);
-    atomic_store_explicit(&a->processed,
-                          atomic_load_explicit(&a->processed, memory_order_relaxed) + done,
-                          memory_order_relaxed);
+    atomics_add64_one_writer(&a->processed, done);
     /* Leaving pending > 0 keeps the run ours: the caller queues the actor again. */
-    return atomic_fetch_sub_explicit(&a->pending, done, memory_order_acq_rel) != done;
+    return atomics_sub_acq_rel(&a->pending, done) != done;
 }
 
 unsigned actor_depth(const struct actor *a)
@@ -108,10 +105,10 @@ unsigned actor_depth(const struct actor *a)
 
 uint64_t actor_processed(const struct actor *a)
 {
-    return atomic_load_explicit(&a->processed, memory_order_relaxed);
+    return atomics_load64_relaxed(&a->processed);
 }
 
 uint64_t actor_runs(const struct actor *a)
 {
-    return atomic_load_explicit(&a->runs, memory_order_relaxed);
+    return atomics_load64_relaxed(&a->runs);
 }

@@ -10,10 +10,10 @@
 #ifndef ACTOR_ACTOR_H
 #define ACTOR_ACTOR_H
 
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "atomics.h"
 #include "localq.h"
 #include "mailbox.h"
 #include "sched.h"
@@ -38,9 +38,10 @@ struct actor {
     void (*batch_end)(struct actor *self); /* optional: after each run's last message */
     void *state;            /* borrowed; touched only by fn, so no locking needed */
     struct sched *home;     /* the scheduler that runs this actor, fixed at creation */
-    atomic_uint pending;    /* messages sent but not yet processed; 0 -> 1 schedules */
-    atomic_uint_fast64_t processed; /* messages handled; written by the runner only */
-    atomic_uint_fast64_t runs;      /* runs (batches) started; written by the runner */
+    unsigned pending;       /* atomics.h: messages sent but not yet processed; 0 -> 1
+                               schedules */
+    uint64_t processed;     /* atomics.h: messages handled; written by the runner only */
+    uint64_t runs;          /* atomics.h: runs (batches) started; written by the runner */
 };
 
 /* Creates an actor homed on `home` with a mailbox of `ring_size` slots (power of two;
@@ -102,8 +103,7 @@ static inline bool actor_run_local(struct actor *a, unsigned batch)
 
     if (n > batch)
         n = batch;
-    atomic_store_explicit(&a->runs, atomic_load_explicit(&a->runs, memory_order_relaxed) + 1,
-                          memory_order_relaxed);
+    atomics_add64_one_writer(&a->runs, 1);
     /* local_ready stays true during the run: a send to a from its own behaviour (or from
      * any actor it calls) queues the message but not the actor a second time. */
     actor_fn fn = a->fn; /* fixed at creation */
@@ -111,9 +111,7 @@ static inline bool actor_run_local(struct actor *a, unsigned batch)
         fn(a, localq_pop(&a->local));
     if (a->batch_end != NULL)
         a->batch_end(a);
-    atomic_store_explicit(&a->processed,
-                          atomic_load_explicit(&a->processed, memory_order_relaxed) + n,
-                          memory_order_relaxed);
+    atomics_add64_one_writer(&a->processed, n);
     if (localq_depth(&a->local) != 0)
         return true;
     a->local_ready = false;

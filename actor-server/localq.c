@@ -16,8 +16,8 @@ void localq_init(struct localq *q, unsigned max)
     q->mask = 0;
     q->max = max > 0 ? max : 1;
     q->lim = 0;
-    atomic_init(&q->head, 0);
-    atomic_init(&q->tail, 0);
+    atomics_store_relaxed(&q->head, 0);
+    atomics_store_relaxed(&q->tail, 0);
 }
 
 void localq_destroy(struct localq *q)
@@ -30,8 +30,8 @@ void localq_destroy(struct localq *q)
 
 int localq_grow(struct localq *q)
 {
-    unsigned h = atomic_load_explicit(&q->head, memory_order_relaxed);
-    unsigned t = atomic_load_explicit(&q->tail, memory_order_relaxed);
+    unsigned h = atomics_load_relaxed(&q->head);
+    unsigned t = atomics_load_relaxed(&q->tail);
     unsigned old = q->slots != NULL ? q->mask + 1 : 0;
     unsigned n = t - h, cap = old ? old * 2 : LOCALQ_FIRST_CAP;
     void **slots;

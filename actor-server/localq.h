@@ -7,14 +7,15 @@
 #define ACTOR_LOCALQ_H
 
 #include <errno.h>
-#include <stdatomic.h>
+
+#include "atomics.h"
 
 struct localq {
     void **slots;            /* mask + 1 entries, owned; NULL until the first push */
     unsigned mask;           /* slot count - 1 (a power of two - 1); 0 before the first push */
     unsigned max;            /* most messages it may hold */
     unsigned lim;            /* min(cap, max): a push at this depth must grow or fail */
-    atomic_uint head, tail;  /* free-running; depth = tail - head */
+    unsigned head, tail;     /* atomics.h; free-running; depth = tail - head */
 };
 
 /* Prepares an empty queue that will hold at most `max` (>= 1) messages. Allocates
@@ -34,13 +35,13 @@ int localq_grow(struct localq *q);
  * Owner thread. */
 static inline int localq_push(struct localq *q, void *msg)
 {
-    unsigned t = atomic_load_explicit(&q->tail, memory_order_relaxed);
-    unsigned h = atomic_load_explicit(&q->head, memory_order_relaxed);
+    unsigned t = atomics_load_relaxed(&q->tail);
+    unsigned h = atomics_load_relaxed(&q->head);
 
     if (t - h == q->lim && localq_grow(q) != 0)
         return -EAGAIN;
     q->slots[t & q->mask] = msg;
-    atomic_store_explicit(&q->tail, t + 1, memory_order_relaxed);
+    atomics_store_relaxed(&q->tail, t + 1);
     return 0;
 }
 
@@ -48,10 +49,10 @@ static inline int localq_push(struct localq *q, void *msg)
  * what it pushed). Owner thread. */
 static inline void *localq_pop(struct localq *q)
 {
-    unsigned h = atomic_load_explicit(&q->head, memory_order_relaxed);
+    unsigned h = atomics_load_relaxed(&q->head);
     void *msg = q->slots[h & q->mask];
 
-    atomic_store_explicit(&q->head, h + 1, memory_order_relaxed);
+    atomics_store_relaxed(&q->head, h + 1);
     return msg;
 }
 
@@ -60,9 +61,9 @@ static inline unsigned localq_depth(const struct localq *q)
 {
     /* head first (acquire keeps the tail load after it): tail only grows past it, so the
      * difference never goes negative for a reader on another thread */
-    unsigned h = atomic_load_explicit(&q->head, memory_order_acquire);
+    unsigned h = atomics_load_acquire(&q->head);
 
-    return atomic_load_explicit(&q->tail, memory_order_relaxed) - h;
+    return atomics_load_relaxed(&q->tail) - h;
 }
 
 #endif

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "actor.h"
+#include "atomics.h"
 #include "sched.h"
 #include "serve.h"
 
@@ -81,7 +82,7 @@ static struct actor_loop *loop_of(struct request *req)
 /* The answer to a request that found a mailbox full or its loop over the cap. */
 static void __attribute__((noinline)) set_overloaded(struct request *req)
 {
-    http_error_response(&req->resp, 503, "overloaded");
+    response_error(&req->resp, 503, "overloaded");
     req->resp.flags |= RESP_RETRY_AFTER;
 }
 
@@ -248,7 +249,7 @@ static void loop_fini(struct server_loop *l, void *arg)
 {
     struct serve_ctx *ctx = arg;
     struct actor_state *st = ctx->arch;
-    if (__atomic_sub_fetch(&st->busy_loops, 1, __ATOMIC_ACQ_REL) == 0)
+    if (atomics_sub_acq_rel(&st->busy_loops, 1) == 1)
         for (unsigned i = 0; i < st->nloops; i++)
             uv_async_send(&st->loops[i].fin_async);
 }
@@ -275,29 +276,40 @@ static struct actor *new_actor(const char *name, actor_fn fn, void *state, struc
     return a;
 }
 
-static void metrics_actor(struct buf *out, const struct actor *a, unsigned instance)
+/* One sample of one actor: its mailbox depth (depth != 0) or its processed count. */
+static void metrics_actor(struct buf *out, const struct actor *a, unsigned instance, int depth)
 {
-    buf_printf(out, "actor_mailbox_depth{actor=\"%s\",instance=\"%u\"} %u\n", a->name, instance,
-               actor_depth(a));
-    buf_printf(out, "actor_messages_processed_total{actor=\"%s\",instance=\"%u\"} %llu\n",
-               a->name, instance, (unsigned long long)actor_processed(a));
+    if (depth)
+        buf_printf(out, "actor_mailbox_depth{actor=\"%s\",instance=\"%u\"} %u\n", a->name,
+                   instance, actor_depth(a));
+    else
+        buf_printf(out, "actor_messages_processed_total{actor=\"%s\",instance=\"%u\"} %llu\n",
+                   a->name, instance, (unsigned long long)actor_processed(a));
 }
 
+/* The actor families, each family's samples together (Prometheus text format). */
 static void metrics_extra(struct buf *out, void *arg)
 {
     struct actor_state *st = arg;
-    buf_append_str(out, "# TYPE actor_mailbox_depth gauge\n"
-                        "# TYPE actor_messages_processed_total counter\n");
-    for (unsigned i = 0; i < st->nsets; i++) {
-        struct mw_set *set = &st->sets[i];
-        metrics_actor(out, set->router, i);
-        metrics_actor(out, set->request_id, i);
-        metrics_actor(out, set->auth, i);
-        metrics_actor(out, set->logger, i);
+    static const char *const head[2] = {
+        "# HELP actor_messages_processed_total Messages an actor has handled.\n"
+        "# TYPE actor_messages_processed_total counter\n",
+        "# HELP actor_mailbox_depth Messages waiting in an actor's mailbox.\n"
+        "# TYPE actor_mailbox_depth gauge\n",
+    };
+    for (int depth = 1; depth >= 0; depth--) {
+        buf_append_str(out, head[depth]);
+        for (unsigned i = 0; i < st->nsets; i++) {
+            struct mw_set *set = &st->sets[i];
+            metrics_actor(out, set->router, i, depth);
+            metrics_actor(out, set->request_id, i, depth);
+            metrics_actor(out, set->auth, i, depth);
+            metrics_actor(out, set->logger, i, depth);
+        }
+        metrics_actor(out, st->store, 0, depth);
+        for (unsigned i = 0; i < st->nloops; i++)
+            metrics_actor(out, st->loops[i].inbox, i, depth);
     }
-    metrics_actor(out, st->store, 0);
-    for (unsigned i = 0; i < st->nloops; i++)
-        metrics_actor(out, st->loops[i].inbox, i);
 }
 
 static int arch_init(struct serve_ctx *ctx)

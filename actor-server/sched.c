@@ -7,7 +7,6 @@
 #include <errno.h>
 #include <linux/futex.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +15,7 @@
 #include <unistd.h>
 
 #include "actor.h"
+#include "atomics.h"
 #include "mailbox.h"
 #include "util.h"
 
@@ -32,9 +32,10 @@ struct sched {
     struct sched_local local; /* runnable local halves; s's own thread only */
     unsigned local_burst;    /* local runs since the run queue last had a look; own thread */
     struct mailbox runq;     /* runnable actors; any thread pushes, the scheduler pops */
-    atomic_int idle;         /* AWAKE, IDLE (asleep or about to be), STOPPED */
-    atomic_bool stop;        /* thread kind: exit once the run queue is empty */
-    atomic_uint actors;      /* actors homed here (bounds the run queue) */
+    unsigned idle;           /* atomics.h, a futex word: AWAKE, IDLE (asleep or about to
+                                be), STOPPED */
+    unsigned stop;           /* atomics.h: thread kind: exit once the run queue is empty */
+    unsigned actors;         /* atomics.h: actors homed here (bounds the run queue) */
     enum sched_kind kind;
     unsigned batch;
     bool started;
@@ -43,7 +44,8 @@ struct sched {
     uv_async_t async;        /* uv kind; data = this */
     bool async_closed;       /* uv kind: close callback ran */
     uv_prepare_t prepare;    /* uv kind, bound: drains local sends before the loop blocks */
-    atomic_bool bound;       /* uv kind: loop_thread is set (release: other threads read it) */
+    unsigned bound;          /* atomics.h: uv kind: loop_thread is set (release: other
+                                threads read it) */
     bool prepare_closed;
     pthread_t loop_thread;   /* uv kind: the loop's thread, once bound */
 };
@@ -60,10 +62,10 @@ static struct sched *sched_alloc(enum sched_kind kind)
     /* The run queue: one slot per possible actor plus the mailbox's spare slot. */
     if (mailbox_init(&s->runq, SCHED_MAX_ACTORS + 1) != 0)
         panic("sched: bad run queue size");
-    atomic_init(&s->idle, AWAKE);
-    atomic_init(&s->stop, false);
-    atomic_init(&s->bound, false);
-    atomic_init(&s->actors, 0);
+    atomics_store_relaxed(&s->idle, AWAKE);
+    atomics_store_relaxed(&s->stop, false);
+    atomics_store_relaxed(&s->bound, false);
+    atomics_store_relaxed(&s->actors, 0);
     s->kind = kind;
     s->batch = SCHED_DEFAULT_BATCH;
     return s;
@@ -136,7 +138,7 @@ static unsigned sched_run_some(struct sched *s, unsigned budget, bool *stopped)
         }
         runs++;
         if (stopped != NULL &&
-            atomic_load_explicit(&s->idle, memory_order_relaxed) == STOPPED) {
+            atomics_load_relaxed(&s->idle) == STOPPED) {
             *stopped = true;
             break;
         }
@@ -144,13 +146,13 @@ static unsigned sched_run_some(struct sched *s, unsigned budget, bool *stopped)
     return runs;
 }
 
-static void futex_wait(atomic_int *word, int expected)
+static void futex_wait(unsigned *word, unsigned expected)
 {
     /* Returns at once if *word != expected; spurious returns are fine (callers loop). */
     syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, expected, NULL, NULL, 0);
 }
 
-static void futex_wake(atomic_int *word)
+static void futex_wake(unsigned *word)
 {
     syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
@@ -180,18 +182,18 @@ static void *sched_thread_main(void *arg)
             continue;
         /* Announce sleep, then look again: a producer either sees IDLE and wakes us, or
          * its push is visible here (both sides fence between their store and load). */
-        atomic_store_explicit(&s->idle, IDLE, memory_order_seq_cst);
-        atomic_thread_fence(memory_order_seq_cst);
+        atomics_store_seq_cst(&s->idle, IDLE);
+        atomics_fence_seq_cst();
         if (mailbox_depth(&s->runq) != 0) {
-            atomic_store_explicit(&s->idle, AWAKE, memory_order_relaxed);
+            atomics_store_relaxed(&s->idle, AWAKE);
             continue;
         }
-        if (atomic_load_explicit(&s->stop, memory_order_seq_cst))
+        if (atomics_load_seq_cst(&s->stop))
             break;
         futex_wait(&s->idle, IDLE);
-        atomic_store_explicit(&s->idle, AWAKE, memory_order_relaxed);
+        atomics_store_relaxed(&s->idle, AWAKE);
     }
-    atomic_store_explicit(&s->idle, STOPPED, memory_order_seq_cst);
+    atomics_store_seq_cst(&s->idle, STOPPED);
     return NULL;
 }
 
@@ -218,7 +220,7 @@ static void sched_async_cb(uv_async_t *handle)
     struct sched *s = handle->data;
     /* Bound: actors sent to from this thread run in the same turn (their hand-offs
      * need no wake-up). Unbound: the actors runnable on entry, one batch each. */
-    unsigned budget = atomic_load_explicit(&s->bound, memory_order_relaxed)
+    unsigned budget = atomics_load_relaxed(&s->bound)
                           ? SCHED_DRAIN_BUDGET
                           : mailbox_depth(&s->runq);
     if (!sched_run_budget(s, budget))
@@ -227,11 +229,11 @@ static void sched_async_cb(uv_async_t *handle)
         uv_async_send(&s->async);
         return;
     }
-    atomic_store_explicit(&s->idle, IDLE, memory_order_seq_cst);
-    atomic_thread_fence(memory_order_seq_cst);
+    atomics_store_seq_cst(&s->idle, IDLE);
+    atomics_fence_seq_cst();
     if (mailbox_depth(&s->runq) != 0) {
-        int expected = IDLE;
-        if (atomic_compare_exchange_strong(&s->idle, &expected, AWAKE))
+        unsigned expected = IDLE;
+        if (atomics_cas_seq_cst(&s->idle, &expected, AWAKE))
             uv_async_send(&s->async);
     }
 }
@@ -268,7 +270,7 @@ static void sched_prepare_cb(uv_prepare_t *handle)
 
 void sched_uv_bind(struct sched *s)
 {
-    if (s->kind != SCHED_UV || atomic_load_explicit(&s->bound, memory_order_relaxed))
+    if (s->kind != SCHED_UV || atomics_load_relaxed(&s->bound))
         return;
     s->loop_thread = pthread_self(); /* published by the release store of bound below */
     sched_self_tls = s;              /* sends made here to s's actors go local */
@@ -277,7 +279,7 @@ void sched_uv_bind(struct sched *s)
     s->prepare.data = s;
     uv_prepare_start(&s->prepare, sched_prepare_cb);
     uv_unref((uv_handle_t *)&s->prepare);
-    atomic_store_explicit(&s->bound, true, memory_order_release);
+    atomics_store_release(&s->bound, true);
 }
 
 struct sched *sched_new_thread(const char *name)
@@ -300,7 +302,7 @@ struct sched *sched_new_uv(uv_loop_t *loop)
         panic("sched: uv_async_init: %s", uv_strerror(rc));
     s->async.data = s;
     /* Idle from the start: the first runnable actor sends the first wake-up. */
-    atomic_store_explicit(&s->idle, IDLE, memory_order_relaxed);
+    atomics_store_relaxed(&s->idle, IDLE);
     return s;
 }
 
@@ -338,22 +340,22 @@ int sched_stop_and_join(struct sched *s)
     if (s->kind == SCHED_THREAD) {
         if (!s->started)
             return 0;
-        atomic_store_explicit(&s->stop, true, memory_order_seq_cst);
-        atomic_store_explicit(&s->idle, AWAKE, memory_order_seq_cst);
+        atomics_store_seq_cst(&s->stop, true);
+        atomics_store_seq_cst(&s->idle, AWAKE);
         futex_wake(&s->idle);
         rc = pthread_join(s->thread, NULL);
         s->started = false;
         return -rc;
     }
     /* uv kind: drain inline (requeued actors included), then no more wake-ups. */
-    if (atomic_exchange(&s->idle, STOPPED) == STOPPED)
+    if (atomics_exchange_seq_cst(&s->idle, STOPPED) == STOPPED)
         return 0;
     while (sched_run_some(s, SCHED_DRAIN_BUDGET, NULL) != 0)
         ;
     if (sched_self_tls == s)
         sched_self_tls = NULL; /* later sends from here take the cross-thread path */
     uv_close((uv_handle_t *)&s->async, sched_async_close_cb);
-    if (atomic_load_explicit(&s->bound, memory_order_relaxed))
+    if (atomics_load_relaxed(&s->bound))
         uv_close((uv_handle_t *)&s->prepare, sched_prepare_close_cb);
     return 0;
 }
@@ -363,20 +365,20 @@ void sched_free(struct sched *s)
     if (s == NULL)
         return;
     if (s->kind == SCHED_UV &&
-        (!s->async_closed || (atomic_load(&s->bound) && !s->prepare_closed)))
+        (!s->async_closed || (atomics_load_seq_cst(&s->bound) && !s->prepare_closed)))
         panic("sched_free: uv scheduler not stopped, or its loop did not run the close");
     if (s->kind == SCHED_THREAD && s->started)
         panic("sched_free: thread scheduler %s still running", s->name);
-    if (atomic_load(&s->actors) != 0)
-        panic("sched_free: %s still has %u actors", s->name, atomic_load(&s->actors));
+    if (atomics_load_seq_cst(&s->actors) != 0)
+        panic("sched_free: %s still has %u actors", s->name, atomics_load_seq_cst(&s->actors));
     mailbox_destroy(&s->runq);
     free(s);
 }
 
 int sched_attach(struct sched *s)
 {
-    if (atomic_fetch_add(&s->actors, 1) >= SCHED_MAX_ACTORS) {
-        atomic_fetch_sub(&s->actors, 1);
+    if (atomics_add_seq_cst(&s->actors, 1) >= SCHED_MAX_ACTORS) {
+        atomics_sub_seq_cst(&s->actors, 1);
         return -ENOSPC;
     }
     return 0;
@@ -384,12 +386,12 @@ int sched_attach(struct sched *s)
 
 void sched_detach(struct sched *s)
 {
-    atomic_fetch_sub(&s->actors, 1);
+    atomics_sub_seq_cst(&s->actors, 1);
 }
 
 void sched_ready(struct sched *s, struct actor *a)
 {
-    int expected = IDLE;
+    unsigned expected = IDLE;
 
     /* Cannot be full: each actor is queued at most once and SCHED_MAX_ACTORS fit. */
     if (mailbox_push(&s->runq, a) != 0)
@@ -397,15 +399,15 @@ void sched_ready(struct sched *s, struct actor *a)
     /* On a bound loop's own thread no wake-up is needed: the loop drains its run queue
      * in the check phase (sched_uv_drain from the server's flush) and before it blocks
      * (the prepare handle), and inside the async callback. */
-    if (atomic_load_explicit(&s->bound, memory_order_acquire) &&
+    if (atomics_load_acquire(&s->bound) &&
         pthread_equal(pthread_self(), s->loop_thread))
         return;
     /* Orders the push before reading `idle` (the scheduler orders its IDLE store before
      * re-reading the queue). For the uv kind this is also the full fence libuv 1.44's
      * uv_async_send needs between the enqueue and the send. */
-    atomic_thread_fence(memory_order_seq_cst);
-    if (atomic_load_explicit(&s->idle, memory_order_relaxed) != IDLE ||
-        !atomic_compare_exchange_strong(&s->idle, &expected, AWAKE))
+    atomics_fence_seq_cst();
+    if (atomics_load_relaxed(&s->idle) != IDLE ||
+        !atomics_cas_seq_cst(&s->idle, &expected, AWAKE))
         return;
     if (s->kind == SCHED_THREAD)
         futex_wake(&s->idle);

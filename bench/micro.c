@@ -95,8 +95,8 @@ static int conn_complete(void *ctx, struct request *req)
         accesslog_request(&bc->logbuf, req, now_ns());
     }
     app_render_body(&bc->app, req);
-    int close = !req->keep_alive || (req->resp.flags & RESP_CLOSE);
-    http_render_response(&bc->out, &req->resp, req->request_id, close);
+    enum close_mode close = req->keep_alive ? CLOSE_KEEP : CLOSE_AFTER;
+    response_render(&bc->out, &req->resp, req->request_id, close);
     uint64_t now = now_ns();
     uint64_t lat_us = now > req->parsed_ns ? (now - req->parsed_ns) / 1000 : 0;
     metrics_count_request(&bc->metrics, req->route, req->resp.status, lat_us);

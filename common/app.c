@@ -4,18 +4,18 @@
 #include <errno.h>
 #include <string.h>
 
-#include "http.h"
 #include "json.h"
+#include "response.h"
 #include "router.h"
 
-int app_route(struct request *req)
+enum app_next app_route(struct request *req)
 {
     router_apply(req);
     struct response *resp = &req->resp;
     if (req->users_group)
         return APP_USERS;
     if (req->route_error) {
-        http_error_response(resp, req->route_error, req->error_reason);
+        response_error(resp, req->route_error, req->error_reason);
         return APP_RESPOND;
     }
     if (req->route == ROUTE_PING) {
@@ -31,26 +31,26 @@ int app_route(struct request *req)
     return APP_RESPOND;
 }
 
-int app_validate(struct request *req)
+enum app_next app_validate(struct request *req)
 {
     struct response *resp = &req->resp;
     if (req->route_error) {
-        http_error_response(resp, req->route_error, req->error_reason);
+        response_error(resp, req->route_error, req->error_reason);
         return APP_RESPOND;
     }
     if (req->route == ROUTE_USER_CREATE) {
-        if (req->content_type != 1) {
-            http_error_response(resp, 415, "content type must be application/json");
+        if (req->content_type != BODY_JSON) {
+            response_error(resp, 415, "content type must be application/json");
             return APP_RESPOND;
         }
         if (req->body.len > USER_BODY_MAX) {
-            http_error_response(resp, 413, "body too large");
+            response_error(resp, 413, "body too large");
             return APP_RESPOND;
         }
         const char *reason = NULL;
         if (json_parse_user(req->body.data ? req->body.data : "", req->body.len, &req->user,
                             &reason) != 0) {
-            http_error_response(resp, 400, reason);
+            response_error(resp, 400, reason);
             return APP_RESPOND;
         }
     }
@@ -133,10 +133,10 @@ void app_render_body(struct app *app, struct request *req)
         json_append_user(&resp->body, &req->user);
         return;
     case 404:
-        http_error_response(resp, 404, "user not found");
+        response_error(resp, 404, "user not found");
         return;
     default:
-        http_error_response(resp, resp->status, "internal error");
+        response_error(resp, resp->status, "internal error");
         return;
     }
 }

@@ -32,12 +32,12 @@ enum app_next {
 /* Routes req. Returns APP_RESPOND for /ping, /metrics, 404/405/400 outside /users, and
  * APP_USERS for the /users routes (including their routing errors, which are answered
  * after auth). */
-int app_route(struct request *req);
+enum app_next app_route(struct request *req);
 
 /* After request id and auth: checks the route's input (routing error, 415 for a
  * non-JSON POST, 413 above USER_BODY_MAX, 400 for invalid JSON or fields). Returns
  * APP_RESPOND with the error response filled, or APP_STORE. */
-int app_validate(struct request *req);
+enum app_next app_validate(struct request *req);
 
 /* The store operation for a validated /users request: sets req->resp.status (200, 201,
  * 404, 500) and the results; updates app->store_users. Caller provides exclusion. */

@@ -5,6 +5,7 @@
  * relaxed atomic stores; readers use relaxed atomic loads and may see a stale value. */
 #include "histogram.h"
 
+#include "atomics.h"
 #include "util.h"
 
 #include <errno.h>
@@ -38,21 +39,6 @@ struct histogram {
     uint64_t counts[];
 };
 
-static inline uint64_t load_u64(const uint64_t *p)
-{
-    return __atomic_load_n(p, __ATOMIC_RELAXED);
-}
-
-static inline void store_u64(uint64_t *p, uint64_t v)
-{
-    __atomic_store_n(p, v, __ATOMIC_RELAXED);
-}
-
-/* Single-writer add: a plain load and a plain store, never a lock-prefixed RMW. */
-static inline void add_u64(uint64_t *p, uint64_t n)
-{
-    store_u64(p, load_u64(p) + n);
-}
 
 static int floor_log2(uint64_t v)
 {
@@ -149,16 +135,16 @@ void histogram_record_n(struct histogram *h, uint64_t value, uint64_t count)
     if (count == 0)
         return;
     if (value < h->lowest || value > h->highest) {
-        add_u64(&h->out_of_range, count);
+        atomics_add64_one_writer(&h->out_of_range, count);
         value = value < h->lowest ? h->lowest : h->highest;
     }
-    add_u64(&h->counts[counts_index(h, value)], count);
-    add_u64(&h->total, count);
-    add_u64(&h->sum, value * count);
-    if (value < load_u64(&h->min))
-        store_u64(&h->min, value);
-    if (value > load_u64(&h->max))
-        store_u64(&h->max, value);
+    atomics_add64_one_writer(&h->counts[counts_index(h, value)], count);
+    atomics_add64_one_writer(&h->total, count);
+    atomics_add64_one_writer(&h->sum, value * count);
+    if (value < atomics_load64_relaxed(&h->min))
+        atomics_store64_relaxed(&h->min, value);
+    if (value > atomics_load64_relaxed(&h->max))
+        atomics_store64_relaxed(&h->max, value);
 }
 
 void histogram_record(struct histogram *h, uint64_t value)
@@ -169,12 +155,12 @@ void histogram_record(struct histogram *h, uint64_t value)
 void histogram_reset(struct histogram *h)
 {
     for (size_t i = 0; i < h->counts_len; i++)
-        store_u64(&h->counts[i], 0);
-    store_u64(&h->total, 0);
-    store_u64(&h->out_of_range, 0);
-    store_u64(&h->sum, 0);
-    store_u64(&h->min, UINT64_MAX);
-    store_u64(&h->max, 0);
+        atomics_store64_relaxed(&h->counts[i], 0);
+    atomics_store64_relaxed(&h->total, 0);
+    atomics_store64_relaxed(&h->out_of_range, 0);
+    atomics_store64_relaxed(&h->sum, 0);
+    atomics_store64_relaxed(&h->min, UINT64_MAX);
+    atomics_store64_relaxed(&h->max, 0);
 }
 
 int histogram_merge(struct histogram *dst, const struct histogram *src)
@@ -186,20 +172,21 @@ int histogram_merge(struct histogram *dst, const struct histogram *src)
      * while src's writer keeps recording. */
     uint64_t added = 0;
     for (size_t i = 0; i < src->counts_len; i++) {
-        uint64_t c = load_u64(&src->counts[i]);
+        uint64_t c = atomics_load64_relaxed(&src->counts[i]);
         if (c == 0)
             continue;
-        add_u64(&dst->counts[i], c);
+        atomics_add64_one_writer(&dst->counts[i], c);
         added += c;
     }
-    add_u64(&dst->total, added);
-    add_u64(&dst->out_of_range, load_u64(&src->out_of_range));
-    add_u64(&dst->sum, load_u64(&src->sum));
-    uint64_t src_min = load_u64(&src->min), src_max = load_u64(&src->max);
-    if (src_min < load_u64(&dst->min))
-        store_u64(&dst->min, src_min);
-    if (src_max > load_u64(&dst->max))
-        store_u64(&dst->max, src_max);
+    atomics_add64_one_writer(&dst->total, added);
+    atomics_add64_one_writer(&dst->out_of_range, atomics_load64_relaxed(&src->out_of_range));
+    atomics_add64_one_writer(&dst->sum, atomics_load64_relaxed(&src->sum));
+    uint64_t src_min = atomics_load64_relaxed(&src->min);
+    uint64_t src_max = atomics_load64_relaxed(&src->max);
+    if (src_min < atomics_load64_relaxed(&dst->min))
+        atomics_store64_relaxed(&dst->min, src_min);
+    if (src_max > atomics_load64_relaxed(&dst->max))
+        atomics_store64_relaxed(&dst->max, src_max);
     return 0;
 }
 
@@ -213,7 +200,7 @@ void histogram_layout(const struct histogram *h, uint64_t *lowest, uint64_t *hig
 
 uint64_t histogram_sum(const struct histogram *h)
 {
-    return load_u64(&h->sum);
+    return atomics_load64_relaxed(&h->sum);
 }
 
 int histogram_add_bucket(struct histogram *h, uint64_t value, uint64_t count)
@@ -225,8 +212,8 @@ int histogram_add_bucket(struct histogram *h, uint64_t value, uint64_t count)
     size_t i = counts_index(h, value);
     if (i >= h->counts_len)
         return -ERANGE;
-    add_u64(&h->counts[i], count);
-    add_u64(&h->total, count);
+    atomics_add64_one_writer(&h->counts[i], count);
+    atomics_add64_one_writer(&h->total, count);
     return 0;
 }
 
@@ -235,43 +222,43 @@ int histogram_add_summary(struct histogram *h, uint64_t min, uint64_t max, uint6
 {
     if (min > max)
         return -EINVAL;
-    add_u64(&h->sum, sum);
-    add_u64(&h->out_of_range, out_of_range);
-    if (min < load_u64(&h->min))
-        store_u64(&h->min, min);
-    if (max > load_u64(&h->max))
-        store_u64(&h->max, max);
+    atomics_add64_one_writer(&h->sum, sum);
+    atomics_add64_one_writer(&h->out_of_range, out_of_range);
+    if (min < atomics_load64_relaxed(&h->min))
+        atomics_store64_relaxed(&h->min, min);
+    if (max > atomics_load64_relaxed(&h->max))
+        atomics_store64_relaxed(&h->max, max);
     return 0;
 }
 
 uint64_t histogram_total(const struct histogram *h)
 {
-    return load_u64(&h->total);
+    return atomics_load64_relaxed(&h->total);
 }
 
 uint64_t histogram_out_of_range(const struct histogram *h)
 {
-    return load_u64(&h->out_of_range);
+    return atomics_load64_relaxed(&h->out_of_range);
 }
 
 uint64_t histogram_min(const struct histogram *h)
 {
-    uint64_t v = load_u64(&h->min);
+    uint64_t v = atomics_load64_relaxed(&h->min);
     return v == UINT64_MAX ? 0 : v;
 }
 
 uint64_t histogram_max(const struct histogram *h)
 {
-    return load_u64(&h->max);
+    return atomics_load64_relaxed(&h->max);
 }
 
 /* Exact: the sum of the (clamped) values over their count. */
 double histogram_mean(const struct histogram *h)
 {
-    uint64_t total = load_u64(&h->total);
+    uint64_t total = atomics_load64_relaxed(&h->total);
     if (total == 0)
         return 0.0;
-    return (double)load_u64(&h->sum) / (double)total;
+    return (double)atomics_load64_relaxed(&h->sum) / (double)total;
 }
 
 /* Population standard deviation from the buckets, each value taken at its bucket's
@@ -282,7 +269,7 @@ double histogram_stddev(const struct histogram *h)
     double dev_total = 0.0;
     uint64_t n = 0;
     for (size_t i = 0; i < h->counts_len; i++) {
-        uint64_t c = load_u64(&h->counts[i]);
+        uint64_t c = atomics_load64_relaxed(&h->counts[i]);
         if (c == 0)
             continue;
         uint64_t lo, width;
@@ -304,8 +291,8 @@ static uint64_t reported_value(const struct histogram *h, size_t i, uint64_t max
 
 uint64_t histogram_percentile(const struct histogram *h, double p)
 {
-    uint64_t total = load_u64(&h->total);
-    uint64_t max = load_u64(&h->max);
+    uint64_t total = atomics_load64_relaxed(&h->total);
+    uint64_t max = atomics_load64_relaxed(&h->max);
     if (total == 0)
         return 0;
     if (!(p > 0.0))
@@ -321,7 +308,7 @@ uint64_t histogram_percentile(const struct histogram *h, double p)
         rank = total;
     uint64_t cum = 0;
     for (size_t i = 0; i < h->counts_len; i++) {
-        cum += load_u64(&h->counts[i]);
+        cum += atomics_load64_relaxed(&h->counts[i]);
         if (cum >= rank)
             return reported_value(h, i, max);
     }
@@ -332,7 +319,7 @@ void histogram_foreach(const struct histogram *h,
                        void (*fn)(uint64_t upper, uint64_t count, void *ctx), void *ctx)
 {
     for (size_t i = 0; i < h->counts_len; i++) {
-        uint64_t c = load_u64(&h->counts[i]);
+        uint64_t c = atomics_load64_relaxed(&h->counts[i]);
         if (c != 0)
             fn(index_highest_equivalent(h, i), c, ctx);
     }
@@ -365,10 +352,10 @@ int histogram_write_hgrm(const struct histogram *h, FILE *out, double value_scal
     uint64_t *snap = xmalloc(h->counts_len * sizeof(uint64_t));
     uint64_t total = 0;
     for (size_t i = 0; i < h->counts_len; i++) {
-        snap[i] = load_u64(&h->counts[i]);
+        snap[i] = atomics_load64_relaxed(&h->counts[i]);
         total += snap[i];
     }
-    uint64_t max = load_u64(&h->max);
+    uint64_t max = atomics_load64_relaxed(&h->max);
 
     fprintf(out, "%12s %14s %10s %14s\n\n", "Value", "Percentile", "TotalCount",
             "1/(1-Percentile)");

@@ -1,11 +1,10 @@
 /* http: request parsing on llhttp with caps and the checks llhttp 8.1.0 lacks
- * (obs-fold, empty header names, bare CR, Host, Transfer-Encoding lists, trailers),
- * and response rendering.
+ * (obs-fold, empty header names, bare CR, Host, Transfer-Encoding lists, trailers).
  * Invariant: the parser pauses after every complete message and at the start of every
  * trailer section, so each header block and each trailer section is scanned from its
  * first byte by scan_headers() before llhttp trusts it. */
 #include "http.h"
-#include "json.h"
+
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -13,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
+#include "host.h"
 
 /* The header fields this parser reads (F_TE_LIST: Transfer-Encoding). */
 enum field_id { F_OTHER, F_HOST, F_CONTENT_TYPE, F_AUTHORIZATION, F_REQUEST_ID, F_TE_LIST };
@@ -52,197 +51,9 @@ static int fail(struct http_parser *hp, uint16_t status, const char *reason)
     return HPE_USER;
 }
 
-void request_reset(struct request *req)
-{
-    req->method = 0;
-    req->http_minor = 1;
-    req->keep_alive = 0;
-    req->has_host = 0;
-    req->content_type = 0;
-    req->request_id_len = 0;
-    req->request_id[0] = '\0';
-    req->auth_len = 0;
-    buf_reset(&req->target);
-    buf_reset(&req->body);
-    req->parsed_ns = 0;
-    req->route = ROUTE_OTHER;
-    req->users_group = 0;
-    req->route_error = 0;
-    req->id = req->after = 0;
-    req->limit = 0;
-    req->error_reason = NULL;
-    req->store_rc = 0;
-    req->user_count = 0;
-    req->has_more = 0;
-    req->resp.status = 0;
-    req->resp.content_type = CT_NONE;
-    req->resp.flags = 0;
-    req->resp.allow = NULL;
-    req->resp.location_id = 0;
-    buf_reset(&req->resp.body);
-    req->next = NULL;
-    req->done = 0;
-    req->close_after = 0;
-}
-
-void request_free(struct request *req)
-{
-    if (req == NULL)
-        return;
-    buf_free(&req->target);
-    buf_free(&req->body);
-    buf_free(&req->resp.body);
-    free(req->users);
-    free(req);
-}
-
-/* ---- Host ---- */
-
 static int is_ows(char c)
 {
     return c == ' ' || c == '\t';
-}
-
-/* Character classes for Host values (RFC 3986): HC_REG = unreserved / sub-delims
- * without ',' (see http_host_valid), HC_DIGIT, HC_HEX. */
-#define HC_REG 1
-#define HC_DIGIT 2
-#define HC_HEX 4
-static const uint8_t host_class[256] = {
-    ['a' ... 'f'] = HC_REG | HC_HEX, ['g' ... 'z'] = HC_REG,
-    ['A' ... 'F'] = HC_REG | HC_HEX, ['G' ... 'Z'] = HC_REG,
-    ['0' ... '9'] = HC_REG | HC_DIGIT | HC_HEX,
-    ['-'] = HC_REG, ['.'] = HC_REG, ['_'] = HC_REG, ['~'] = HC_REG, /* unreserved */
-    ['!'] = HC_REG, ['$'] = HC_REG, ['&'] = HC_REG, ['\''] = HC_REG, ['('] = HC_REG,
-    [')'] = HC_REG, ['*'] = HC_REG, ['+'] = HC_REG, [';'] = HC_REG, ['='] = HC_REG,
-};
-
-/* IP-literal content between the brackets: IPv6address / IPvFuture. */
-static int ip_literal_valid(const char *s, size_t n)
-{
-    if (n > 0 && (s[0] == 'v' || s[0] == 'V')) {
-        /* IPvFuture = "v" 1*HEXDIG "." 1*( unreserved / sub-delims / ":" ) */
-        size_t i = 1;
-        while (i < n && (host_class[(unsigned char)s[i]] & HC_HEX))
-            i++;
-        if (i == 1 || i >= n || s[i] != '.' || i + 1 == n)
-            return 0;
-        for (i++; i < n; i++)
-            if (s[i] != ':' && s[i] != ',' && !(host_class[(unsigned char)s[i]] & HC_REG))
-                return 0;
-        return 1;
-    }
-    char tmp[INET6_ADDRSTRLEN];
-    struct in6_addr a;
-    if (n == 0 || n >= sizeof tmp)
-        return 0;
-    memcpy(tmp, s, n);
-    tmp[n] = '\0';
-    return inet_pton(AF_INET6, tmp, &a) == 1;
-}
-
-/* The Host value scanner's states: it reads the value in the pieces llhttp delivers,
- * so nothing is copied but an IP-literal. */
-enum {
-    HS_START,     /* nothing yet (an empty value is valid) */
-    HS_NAME,      /* in a reg-name */
-    HS_PCT1,      /* after "%" */
-    HS_PCT2,      /* after "%" HEXDIG */
-    HS_PORT,      /* after ":" */
-    HS_OWS,       /* trailing whitespace */
-    HS_LIT,       /* inside "[...]" (its bytes go to the literal buffer) */
-    HS_AFTER_LIT, /* after "]" */
-    HS_BAD
-};
-#define HOST_LITERAL_MAX 64 /* bytes between the brackets */
-
-/* Every state but the fast reg-name one, one byte at a time. */
-static uint8_t host_scan_slow(uint8_t st, struct buf *lit, const char *s, size_t n)
-{
-    for (size_t i = 0; i < n && st != HS_BAD; i++) {
-        unsigned char c = (unsigned char)s[i];
-        switch (st) {
-        case HS_START:
-            if (c == '[') {
-                st = HS_LIT;
-                buf_reset(lit);
-                break;
-            }
-            /* fall through */
-        case HS_NAME:
-            st = (host_class[c] & HC_REG) ? HS_NAME
-                 : c == '%'               ? HS_PCT1
-                 : c == ':'               ? HS_PORT
-                 : is_ows((char)c)        ? HS_OWS
-                                          : HS_BAD;
-            break;
-        case HS_PCT1:
-            st = (host_class[c] & HC_HEX) ? HS_PCT2 : HS_BAD;
-            break;
-        case HS_PCT2:
-            st = (host_class[c] & HC_HEX) ? HS_NAME : HS_BAD;
-            break;
-        case HS_PORT:
-            if (!(host_class[c] & HC_DIGIT))
-                st = is_ows((char)c) ? HS_OWS : HS_BAD;
-            break;
-        case HS_OWS:
-            if (!is_ows((char)c))
-                st = HS_BAD;
-            break;
-        case HS_LIT:
-            if (c == ']')
-                st = ip_literal_valid(lit->data, lit->len) ? HS_AFTER_LIT : HS_BAD;
-            else if (lit->len >= HOST_LITERAL_MAX)
-                st = HS_BAD;
-            else
-                buf_append(lit, &c, 1);
-            break;
-        case HS_AFTER_LIT:
-            st = c == ':' ? HS_PORT : is_ows((char)c) ? HS_OWS : HS_BAD;
-            break;
-        }
-    }
-    return st;
-}
-
-/* Feeds one piece of a Host value; returns the new state. The common value, a plain
- * reg-name, is one table lookup a byte and no call. */
-static inline __attribute__((always_inline)) uint8_t host_scan(uint8_t st, struct buf *lit,
-                                                               const char *s, size_t n)
-{
-    if (st <= HS_NAME) {
-        const unsigned char *u = (const unsigned char *)s;
-        size_t i = 0;
-        while (i + 4 <= n && (host_class[u[i]] & host_class[u[i + 1]] & host_class[u[i + 2]] &
-                              host_class[u[i + 3]] & HC_REG))
-            i += 4;
-        while (i < n && (host_class[u[i]] & HC_REG))
-            i++;
-        if (i == n)
-            return i ? HS_NAME : st;
-        if (i) {
-            st = HS_NAME;
-            s += i;
-            n -= i;
-        }
-    }
-    return host_scan_slow(st, lit, s, n);
-}
-
-/* 1 when a scan that reached st is a valid Host value (RFC 9110 7.2). */
-static int host_scan_valid(uint8_t st)
-{
-    return ((1u << HS_START | 1u << HS_NAME | 1u << HS_PORT | 1u << HS_OWS |
-             1u << HS_AFTER_LIT) >> st) & 1u;
-}
-
-int http_host_valid(const char *s, size_t n)
-{
-    struct buf lit = {0};
-    uint8_t st = host_scan(HS_START, &lit, s, n);
-    buf_free(&lit);
-    return host_scan_valid(st);
 }
 
 /* ---- parsing ---- */
@@ -350,7 +161,7 @@ static int on_header_field_complete(llhttp_t *llh)
     else
         hp->field_id = F_OTHER;
     buf_reset(&hp->value);
-    hp->host_state = HS_START;
+    hp->host_state = HOST_START;
     hp->field_len = 0;
     return 0;
 }
@@ -453,7 +264,7 @@ static int on_header_value_complete(llhttp_t *llh)
         te_note(hp, v, n);
         break;
     case F_CONTENT_TYPE:
-        req->content_type = content_type_is_json(v, n) ? 1 : 2;
+        req->content_type = content_type_is_json(v, n) ? BODY_JSON : BODY_OTHER;
         break;
     case F_AUTHORIZATION:
         if (n > AUTH_HEADER_MAX) {
@@ -678,45 +489,36 @@ bare_cr:
     return -EINVAL;
 }
 
+/* The reason given for each llhttp error (400 unless said otherwise). */
+static const struct {
+    llhttp_errno_t err;
+    const char *reason;
+} llhttp_reasons[] = {
+    {HPE_UNEXPECTED_CONTENT_LENGTH, "conflicting message length"},
+    {HPE_INVALID_TRANSFER_ENCODING, "invalid Transfer-Encoding"},
+    {HPE_INVALID_CHUNK_SIZE, "invalid chunk size"},
+    {HPE_INVALID_URL, "invalid request target"},
+    {HPE_INVALID_METHOD, "invalid method"},
+    {HPE_INVALID_VERSION, "invalid HTTP version"},
+};
+
 static void map_llhttp_error(struct http_parser *hp, llhttp_errno_t err)
 {
     if (err == HPE_USER || hp->error_status != 0)
         return; /* set by a callback (llhttp reports *_complete callback errors as
                  * HPE_CB_*, not as the HPE_USER they returned) */
     hp->error_status = 400;
-    switch (err) {
-    case HPE_INVALID_CONTENT_LENGTH: {
+    hp->error_reason = "malformed request";
+    if (err == HPE_INVALID_CONTENT_LENGTH) {
         const char *r = llhttp_get_error_reason(&hp->llh);
-        if (r != NULL && strstr(r, "overflow") != NULL) {
-            hp->error_status = 413;
-            hp->error_reason = "body too large";
-        } else {
-            hp->error_reason = "invalid Content-Length";
-        }
-        break;
+        int overflow = r != NULL && strstr(r, "overflow") != NULL;
+        hp->error_status = overflow ? 413 : 400;
+        hp->error_reason = overflow ? "body too large" : "invalid Content-Length";
+        return;
     }
-    case HPE_UNEXPECTED_CONTENT_LENGTH:
-        hp->error_reason = "conflicting message length";
-        break;
-    case HPE_INVALID_TRANSFER_ENCODING:
-        hp->error_reason = "invalid Transfer-Encoding";
-        break;
-    case HPE_INVALID_CHUNK_SIZE:
-        hp->error_reason = "invalid chunk size";
-        break;
-    case HPE_INVALID_URL:
-        hp->error_reason = "invalid request target";
-        break;
-    case HPE_INVALID_METHOD:
-        hp->error_reason = "invalid method";
-        break;
-    case HPE_INVALID_VERSION:
-        hp->error_reason = "invalid HTTP version";
-        break;
-    default:
-        hp->error_reason = "malformed request";
-        break;
-    }
+    for (size_t i = 0; i < ARRAY_LEN(llhttp_reasons); i++)
+        if (llhttp_reasons[i].err == err)
+            hp->error_reason = llhttp_reasons[i].reason;
 }
 
 int http_parser_feed(struct http_parser *hp, const char *data, size_t len, size_t *consumed)
@@ -781,150 +583,4 @@ int http_parser_mid_request(const struct http_parser *hp)
 int http_parser_in_headers(const struct http_parser *hp)
 {
     return hp->cur != NULL && hp->in_headers;
-}
-
-/* ---- rendering ---- */
-
-const char *http_status_text(unsigned status)
-{
-    switch (status) {
-    case 200: return "OK";
-    case 201: return "Created";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 408: return "Request Timeout";
-    case 413: return "Content Too Large";
-    case 414: return "URI Too Long";
-    case 415: return "Unsupported Media Type";
-    case 431: return "Request Header Fields Too Large";
-    case 500: return "Internal Server Error";
-    case 501: return "Not Implemented";
-    case 503: return "Service Unavailable";
-    default: return "Unknown";
-    }
-}
-
-/* "Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n", refreshed at most once a second per thread. */
-static _Thread_local char date_line[48];
-static _Thread_local size_t date_len;
-static _Thread_local time_t date_sec;
-
-static void date_refresh(void)
-{
-    time_t t = time(NULL);
-    if (t == date_sec && date_len)
-        return;
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    date_len = strftime(date_line, sizeof date_line, "Date: %a, %d %b %Y %H:%M:%S GMT\r\n", &tm);
-    date_sec = t;
-}
-
-struct lit {
-    const char *s;
-    size_t n;
-};
-#define LIT(x) ((struct lit){x, sizeof(x) - 1})
-
-/* The status line and the Server header, pre-rendered per status. */
-static struct lit status_head(unsigned status)
-{
-    switch (status) {
-    case 200: return LIT("HTTP/1.1 200 OK\r\nServer: refsrv\r\n");
-    case 201: return LIT("HTTP/1.1 201 Created\r\nServer: refsrv\r\n");
-    case 400: return LIT("HTTP/1.1 400 Bad Request\r\nServer: refsrv\r\n");
-    case 401: return LIT("HTTP/1.1 401 Unauthorized\r\nServer: refsrv\r\n");
-    case 404: return LIT("HTTP/1.1 404 Not Found\r\nServer: refsrv\r\n");
-    case 405: return LIT("HTTP/1.1 405 Method Not Allowed\r\nServer: refsrv\r\n");
-    case 408: return LIT("HTTP/1.1 408 Request Timeout\r\nServer: refsrv\r\n");
-    case 413: return LIT("HTTP/1.1 413 Content Too Large\r\nServer: refsrv\r\n");
-    case 414: return LIT("HTTP/1.1 414 URI Too Long\r\nServer: refsrv\r\n");
-    case 415: return LIT("HTTP/1.1 415 Unsupported Media Type\r\nServer: refsrv\r\n");
-    case 431: return LIT("HTTP/1.1 431 Request Header Fields Too Large\r\nServer: refsrv\r\n");
-    case 500: return LIT("HTTP/1.1 500 Internal Server Error\r\nServer: refsrv\r\n");
-    case 501: return LIT("HTTP/1.1 501 Not Implemented\r\nServer: refsrv\r\n");
-    case 503: return LIT("HTTP/1.1 503 Service Unavailable\r\nServer: refsrv\r\n");
-    default: return LIT("");
-    }
-}
-
-static struct lit content_type_line(uint8_t ct)
-{
-    switch (ct) {
-    case CT_TEXT: return LIT("Content-Type: text/plain\r\n");
-    case CT_JSON: return LIT("Content-Type: application/json\r\n");
-    case CT_PROMETHEUS: return LIT("Content-Type: text/plain; version=0.0.4\r\n");
-    default: return LIT("");
-    }
-}
-
-static char *put(char *p, const char *s, size_t n)
-{
-    memcpy(p, s, n);
-    return p + n;
-}
-
-#define PUT_LIT(p, x) put((p), (x), sizeof(x) - 1)
-
-/* Headers are at most ~400 bytes: status 60, Date 37, type 42, length 38, close 24,
- * request id 80, location 39, Allow 27, Retry-After 16, blank line 2. */
-#define HEAD_MAX 512
-
-void http_render_response(struct buf *out, const struct response *resp, const char *request_id,
-                          int close)
-{
-    date_refresh();
-    buf_reserve(out, HEAD_MAX + resp->body.len);
-    char *p = out->data + out->len;
-    struct lit head = status_head(resp->status);
-    if (head.n) {
-        p = put(p, head.s, head.n);
-    } else {
-        p = PUT_LIT(p, "HTTP/1.1 ");
-        p += u64_to_dec(resp->status % 1000, p);
-        p = PUT_LIT(p, " Unknown\r\nServer: refsrv\r\n");
-    }
-    p = put(p, date_line, date_len);
-    struct lit ct = content_type_line(resp->content_type);
-    p = put(p, ct.s, ct.n);
-    p = PUT_LIT(p, "Content-Length: ");
-    p += u64_to_dec(resp->body.len, p);
-    p = PUT_LIT(p, "\r\n");
-    if (close)
-        p = PUT_LIT(p, "Connection: close\r\n");
-    else if (resp->flags & RESP_KEEP_ALIVE)
-        p = PUT_LIT(p, "Connection: keep-alive\r\n");
-    if ((resp->flags & RESP_REQUEST_ID) && request_id != NULL && request_id[0]) {
-        size_t n = strnlen(request_id, REQUEST_ID_MAX);
-        p = PUT_LIT(p, "X-Request-Id: ");
-        p = put(p, request_id, n);
-        p = PUT_LIT(p, "\r\n");
-    }
-    if (resp->flags & RESP_LOCATION) {
-        p = PUT_LIT(p, "Location: /users/");
-        p += u64_to_dec(resp->location_id, p);
-        p = PUT_LIT(p, "\r\n");
-    }
-    if (resp->allow != NULL) {
-        p = PUT_LIT(p, "Allow: ");
-        p = put(p, resp->allow, strnlen(resp->allow, 32));
-        p = PUT_LIT(p, "\r\n");
-    }
-    if (resp->flags & RESP_RETRY_AFTER)
-        p = PUT_LIT(p, "Retry-After: 1\r\n");
-    p = PUT_LIT(p, "\r\n");
-    if (resp->body.len && !(resp->flags & RESP_NO_BODY))
-        p = put(p, resp->body.data, resp->body.len);
-    out->len = (size_t)(p - out->data);
-    *p = '\0';
-}
-
-void http_error_response(struct response *resp, uint16_t status, const char *reason)
-{
-    resp->status = status;
-    resp->content_type = CT_JSON;
-    buf_reset(&resp->body);
-    json_append_error(&resp->body, reason);
 }

@@ -1,11 +1,11 @@
-/* http: HTTP/1.1 request parsing on llhttp (strict build) for one connection, and
- * response rendering. Values that arrive in pieces are accumulated with caps; limits
- * map to statuses (414, 431, 413, 400, 501). Pipelined requests are delivered in order.
+/* http: HTTP/1.1 request parsing on llhttp (strict build) for one connection. Values
+ * that arrive in pieces are accumulated with caps; limits map to statuses (414, 431,
+ * 413, 400, 501). Pipelined requests are delivered in order.
  * llhttp 8.1.0 lets through obs-fold, empty header names, bare CR after an empty value,
  * repeated or malformed Host lines and Transfer-Encoding lists it frames loosely: this
- * module rejects those itself. Chunked trailers are checked and discarded, never merged.
- * One parser per connection; not thread-safe. Rendering uses a Date header cached per
- * thread and refreshed at most once a second. */
+ * module rejects those itself (Host values through host.h). Chunked trailers are checked
+ * and discarded, never merged. One parser per connection; not thread-safe. Rendering
+ * the answer is response.h's. */
 #ifndef COMMON_HTTP_H
 #define COMMON_HTTP_H
 
@@ -74,34 +74,10 @@ void http_parser_destroy(struct http_parser *hp, struct request **partial);
  *       (400, 413, 414, 431) and hp->error_reason a short reason; the connection must be
  *       answered with that status and closed. */
 int http_parser_feed(struct http_parser *hp, const char *data, size_t len, size_t *consumed);
-/* 1 when s[0..n) is a valid Host field value, RFC 9110 7.2: uri-host [ ":" port ] with
- * uri-host an RFC 3986 IP-literal ("[" IPv6address / IPvFuture "]") or reg-name
- * (unreserved, pct-encoded, sub-delims; IPv4 addresses are reg-names too) and port
- * *DIGIT; trailing SP/HTAB is ignored. Refused: userinfo ("@"), a path ("/"), and ","
- * although it is a sub-delim: a comma is how two Host lines look once joined into a
- * list. An empty value is valid (RFC 9112 3.2). Pure; any thread. */
-int http_host_valid(const char *s, size_t n);
 
 /* 1 when some bytes of a request have been seen and it is not complete yet. */
 int http_parser_mid_request(const struct http_parser *hp);
 /* 1 when the headers of the current request are still being received. */
 int http_parser_in_headers(const struct http_parser *hp);
-
-/* Resets the parse fields of a pooled request (keeps buffers' memory). */
-void request_reset(struct request *req);
-/* Frees a request's buffers and the request itself. */
-void request_free(struct request *req);
-
-/* Appends the full response (status line, Server, Date, Content-Type, Content-Length,
- * Connection, X-Request-Id, Location, Allow, Retry-After, then the body) to out.
- * `close` adds "Connection: close"; otherwise RESP_KEEP_ALIVE adds "Connection:
- * keep-alive" (the HTTP/1.0 keep-alive answer). RESP_NO_BODY (a HEAD request) keeps the
- * Content-Length of resp->body but leaves the body out (RFC 9110 9.3.2, 8.6). Status
- * text for the statuses the servers use; others render as "Unknown". */
-void http_render_response(struct buf *out, const struct response *resp, const char *request_id,
-                          int close);
-/* Fills resp with a {"error":reason} JSON response with that status. */
-void http_error_response(struct response *resp, uint16_t status, const char *reason);
-const char *http_status_text(unsigned status);
 
 #endif

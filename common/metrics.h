@@ -3,31 +3,29 @@
  * one writer thread; counters are written with relaxed atomic stores so the renderer on
  * another thread reads them without locks or torn values.
  * The latency histogram is log-linear with 2 significant digits (1% buckets, 1 us ..
- * 60 s) and is exposed as a cumulative histogram with only the bucket edges where the
- * count changes (plus +Inf): the cumulative count at an edge not shown equals the count
- * at the nearest shown edge below it. */
+ * 60 s), kept in microseconds and exposed in seconds (http_handler_latency_seconds) as a
+ * cumulative histogram with only the bucket edges where the count changes (plus +Inf):
+ * the cumulative count at an edge not shown equals the count at the nearest shown edge
+ * below it. Every family has HELP and TYPE (promtool check metrics is clean). */
 #ifndef COMMON_METRICS_H
 #define COMMON_METRICS_H
 
 #include <stdint.h>
 
+#include "atomics.h"
 #include "histogram.h"
 #include "request.h"
+#include "status.h"
 #include "util.h"
 
-/* Status codes the servers answer with, as counter columns. */
-enum metrics_status {
-    MS_200, MS_201, MS_400, MS_401, MS_404, MS_405, MS_408, MS_413, MS_414, MS_415, MS_431,
-    MS_500, MS_503, MS_OTHER, MS_COUNT
-};
-
 struct metrics {
-    uint64_t requests[ROUTE_COUNT][MS_COUNT];
+    uint64_t requests[ROUTE_COUNT][STATUS_COL_COUNT]; /* by route and status.h column */
     uint64_t overload_rejections; /* 503 from a full mailbox or queue */
     uint64_t connections_accepted;
     uint64_t connections_rejected; /* over --max-conns or accept errors */
     int64_t open_connections;      /* gauge, this thread's share */
-    struct histogram *latency_us;  /* handler latency: parsed -> handed to the socket */
+    struct histogram *latency_us;  /* handler latency, us: request parsed -> its response
+                                    * rendered into the connection's output buffer */
 };
 
 /* Initialises m (histogram allocated; aborts on OOM). Free with metrics_destroy. */
@@ -52,18 +50,18 @@ struct metrics_registry {
 /* Renders the Prometheus text of every registered thread, merged. Any thread. */
 void metrics_render(const struct metrics_registry *reg, struct buf *out);
 
-/* Relaxed atomic helpers for single-writer counters read elsewhere. */
+/* Single-writer counters read from other threads (atomics.h, relaxed). */
 static inline void counter_inc(uint64_t *c)
 {
-    __atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+    atomics_add64_one_writer(c, 1);
 }
 static inline uint64_t counter_get(const uint64_t *c)
 {
-    return __atomic_load_n(c, __ATOMIC_RELAXED);
+    return atomics_load64_relaxed(c);
 }
 static inline void counter_set(uint64_t *c, uint64_t v)
 {
-    __atomic_store_n(c, v, __ATOMIC_RELAXED);
+    atomics_store64_relaxed(c, v);
 }
 
 #endif

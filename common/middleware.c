@@ -9,7 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "http.h"
+#include "response.h"
 
 #define ACCESSLOG_FLUSH_BYTES (64 * 1024)
 #define ACCESSLOG_FLUSH_NS 1000000000ull
@@ -57,7 +57,7 @@ int mw_auth(struct request *req, const char *token, size_t token_len)
         diff |= (unsigned char)(given[i] ^ token[i]);
     if (diff == 0)
         return 0;
-    http_error_response(&req->resp, 401, req->auth_len ? "invalid bearer token"
+    response_error(&req->resp, 401, req->auth_len ? "invalid bearer token"
                                                          : "missing bearer token");
     return -EACCES;
 }

@@ -1,6 +1,6 @@
-/* options: the command line both servers share (DESIGN.md section 5), parsed the same
- * way so a flag means the same thing to both. The actor server adds --workers and
- * --group-commit above 1 (OPT_WORKERS, OPT_GROUP_COMMIT).
+/* options: the command line both servers share (README.md "Running a server by hand"),
+ * parsed the same way so a flag means the same thing to both. The actor server adds
+ * --workers and --group-commit above 1 (OPT_WORKERS, OPT_GROUP_COMMIT).
  * Bad input never aborts: options_parse reports it and the caller exits 2. */
 #ifndef COMMON_OPTIONS_H
 #define COMMON_OPTIONS_H

@@ -104,6 +104,17 @@ static void other_form(uint8_t method, const char *target, size_t len, struct ro
         set_error(m, 404, "not found");
 }
 
+/* A path only GET (and HEAD) may take: its route, else 405 with Allow. */
+static void match_get_only(struct route_match *m, int get, uint8_t route)
+{
+    if (get) {
+        m->route = route;
+        return;
+    }
+    m->allow = "GET, HEAD";
+    set_error(m, 405, "method not allowed");
+}
+
 void router_match(uint8_t method, const char *target, size_t len, struct route_match *m)
 {
     memset(m, 0, sizeof *m);
@@ -134,21 +145,11 @@ void router_match(uint8_t method, const char *target, size_t len, struct route_m
     }
 
     if (plen == 5 && memcmp(path, "/ping", 5) == 0) {
-        if (get) {
-            m->route = ROUTE_PING;
-            return;
-        }
-        m->allow = "GET, HEAD";
-        set_error(m, 405, "method not allowed");
+        match_get_only(m, get, ROUTE_PING);
         return;
     }
     if (plen == 8 && memcmp(path, "/metrics", 8) == 0) {
-        if (get) {
-            m->route = ROUTE_METRICS;
-            return;
-        }
-        m->allow = "GET, HEAD";
-        set_error(m, 405, "method not allowed");
+        match_get_only(m, get, ROUTE_METRICS);
         return;
     }
     if (plen == 6 && memcmp(path, "/users", 6) == 0) {

@@ -150,9 +150,12 @@ int serve_main(int argc, char **argv, const struct serve_arch *arch)
     server_stop(ctx->srv);
     code = 0;
 out_server:
-    server_join_and_free(ctx->srv);
+    /* release in reverse: the loops stop running, then the architecture stops its own
+     * threads (which may still send to the loops' handles), then the loops' memory goes */
+    server_join(ctx->srv);
     if (arch->fini != NULL)
         arch->fini(ctx);
+    server_free(ctx->srv);
     free(ctx->registry.threads);
 out_store:
     store_close(ctx->store);

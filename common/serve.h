@@ -28,7 +28,9 @@ struct serve_arch {
     /* After the store is open and the loops exist, before they start (main thread):
      * 0, or a negative errno with a message printed. May set ctx->registry.extra. */
     int (*init)(struct serve_ctx *ctx);
-    /* After the loops are joined, before the store closes (main thread). */
+    /* After the loops stopped running (server_join) and before their memory is freed
+     * (server_free), then the store closes: stops and frees what init made, its threads
+     * first (main thread). */
     void (*fini)(struct serve_ctx *ctx);
 };
 

@@ -1,7 +1,8 @@
 /* server: the connection layer both servers share: N libuv loops, one thread each, each
- * with its own SO_REUSEPORT listener; accept, read, parse (http.c), keep responses in
- * request order per connection, batch writes (one flush per loop iteration, uv_try_write
- * first), header/idle timeouts, --max-conns, EMFILE without spinning, graceful stop.
+ * with its own SO_REUSEPORT listener (server.c); accept, read, parse (http.c), keep
+ * responses in request order per connection, batch writes (one flush per loop iteration,
+ * uv_try_write first), header/idle timeouts (conn.c); --max-conns, EMFILE without
+ * spinning, graceful stop.
  * What happens between "request parsed" and "response decided" is the architecture's
  * business (hooks->on_request); it must end in server_respond() on the same loop.
  * Invariants: a request and its connection belong to one loop; a connection's memory
@@ -13,6 +14,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "conn.h"
 #include "http.h"
 #include "metrics.h"
 #include "request.h"
@@ -39,7 +41,7 @@ struct server_hooks {
     /* On the loop's thread, before it serves; may set server_loop_set_data. */
     void (*loop_init)(struct server_loop *l, void *ctx);
     /* On the loop's thread, after every connection is gone; must close the handles it
-     * created on the loop. */
+     * created on the loop. Only after loop_init ran on that loop. */
     void (*loop_fini)(struct server_loop *l, void *ctx);
     /* A parsed request; ownership passes to the architecture until server_respond. */
     void (*on_request)(struct server_loop *l, struct request *req, void *ctx);
@@ -51,19 +53,29 @@ struct server_hooks {
 };
 
 /* Creates the loops and binds every listener (so bind errors surface here): 0, or a
- * negative libuv error with a message in err. Borrows cfg, hooks and ctx. */
+ * negative libuv error (a socket, a loop or one of its handles could not be made) with a
+ * message in err; nothing is left allocated then. Borrows cfg, hooks and ctx. */
 int server_create(const struct server_config *cfg, const struct server_hooks *hooks, void *ctx,
                   struct server **out, char *err, size_t errlen);
 /* The port actually bound (useful with port 0). */
 int server_port(const struct server *s);
-/* Starts one thread per loop. 0 or -errno. */
+/* Starts one thread per loop, all or nothing: 0, or the -errno of the thread that could
+ * not be created, and then no loop runs (server_join runs them to their end on its own
+ * thread after server_stop). */
 int server_start(struct server *s);
 /* Asks every loop to stop accepting and finish in-flight requests; any thread
  * (async-signal-unsafe: call from a normal thread, e.g. after sigwait). */
 void server_stop(struct server *s);
-/* Joins the loop threads that were started (after server_stop), closes the handles of
- * any loop that never ran, and frees everything. */
-void server_join_and_free(struct server *s);
+/* After server_stop: waits until every loop finished (joins the loop threads; a loop
+ * without a thread is run to its end here). From then on no loop runs any callback, but
+ * the loops' memory (uv_loop_t, handles, metrics) is still valid, so an architecture's
+ * other threads may still touch it until they are stopped: stop those, then call
+ * server_free. Main thread. */
+void server_join(struct server *s);
+/* Frees the loops and the server after server_join (or after a server_create that never
+ * started). Runs the close callbacks left and closes the handles of a loop that never
+ * ran. Main thread. */
+void server_free(struct server *s);
 
 unsigned server_loop_count(const struct server *s);
 struct server_loop *server_loop_at(struct server *s, unsigned i);
@@ -74,10 +86,15 @@ unsigned server_loop_index(const struct server_loop *l);
 void server_loop_set_data(struct server_loop *l, void *data);
 void *server_loop_data(const struct server_loop *l);
 
-/* Hands the decided response of req (req->resp, status != 0) back to its connection.
- * Loop thread only. Takes req: it is rendered when every earlier request on the
- * connection has been, then returned to the loop's pool; if the connection is gone it is
- * just freed. The write happens at the end of the loop iteration. */
-void server_respond(struct server_loop *l, struct request *req);
+/* Hands the decided response of req (req->resp, status != 0) back to its connection
+ * (conn_respond). Thread of loop l, which parsed req. Takes req: it is rendered when
+ * every earlier request on the connection has been, then returned to the loop's pool;
+ * if the connection is gone it is just dropped. The write happens at the end of the
+ * loop iteration. */
+static inline void server_respond(struct server_loop *l, struct request *req)
+{
+    (void)l;
+    conn_respond(req);
+}
 
 #endif

@@ -1,61 +1,23 @@
-/* store: dispatch from the store.h interface to the memory or sqlite implementation,
- * plus the checks both share (user field lengths, list limit). Holds no state of its
- * own; not thread-safe (the implementations are not). */
+/* store: checks what both implementations rely on (user field lengths, the list limit)
+ * and dispatches through the store's ops table; which implementation a store is, only
+ * store_open.c knows. Holds no state of its own; not thread-safe (the implementations
+ * are not). */
 #include "store.h"
 
 #include <errno.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "store_impl.h"
-#include "util.h"
-
-void store_seed_user(uint64_t id, struct user *u)
-{
-    static const char domain[] = "@example.com";
-    char digits[24];
-    size_t nd = u64_to_dec(id, digits);
-    /* "user-" + up to 20 digits + "@example.com" fits both fields (<= 37 bytes). */
-    memcpy(u->name, "user-", 5);
-    memcpy(u->name + 5, digits, nd);
-    u->name_len = (uint8_t)(5 + nd);
-    u->name[u->name_len] = '\0';
-    memcpy(u->email, u->name, u->name_len);
-    memcpy(u->email + u->name_len, domain, sizeof domain); /* includes the NUL */
-    u->email_len = (uint8_t)(u->name_len + sizeof domain - 1);
-}
-
-int store_open(const struct store_options *opt, struct store **out, char *err, size_t errlen)
-{
-    *out = NULL;
-    if (err && errlen)
-        err[0] = '\0';
-    switch (opt->kind) {
-    case STORE_MEMORY:
-        return store_memory_open(opt, out, err, errlen);
-    case STORE_SQLITE:
-        return store_sqlite_open(opt, out, err, errlen);
-    }
-    if (err && errlen)
-        snprintf(err, errlen, "unknown store kind %d", (int)opt->kind);
-    return -EINVAL;
-}
 
 void store_close(struct store *s)
 {
-    if (s == NULL)
-        return;
-    if (s->kind == STORE_MEMORY)
-        store_memory_close(s);
-    else
-        store_sqlite_close(s);
+    if (s != NULL)
+        s->ops->close(s);
 }
 
 int store_get(struct store *s, uint64_t id, struct user *out)
 {
-    if (s->kind == STORE_MEMORY)
-        return store_memory_get(s, id, out);
-    return store_sqlite_get(s, id, out);
+    return s->ops->get(s, id, out);
 }
 
 int store_list(struct store *s, uint64_t after, unsigned limit, struct user *out,
@@ -65,9 +27,7 @@ int store_list(struct store *s, uint64_t after, unsigned limit, struct user *out
         limit = STORE_LIST_MAX;
     *count = 0;
     *has_more = 0;
-    if (s->kind == STORE_MEMORY)
-        return store_memory_list(s, after, limit, out, count, has_more);
-    return store_sqlite_list(s, after, limit, out, count, has_more);
+    return s->ops->list(s, after, limit, out, count, has_more);
 }
 
 /* Field checks the store relies on (lengths fit the struct); the full validation
@@ -85,9 +45,7 @@ int store_create_batch(struct store *s, struct user *in, size_t n)
             return -EINVAL;
     if (n == 0)
         return 0;
-    if (s->kind == STORE_MEMORY)
-        return store_memory_create_batch(s, in, n);
-    return store_sqlite_create_batch(s, in, n);
+    return s->ops->create_batch(s, in, n);
 }
 
 int store_create(struct store *s, const char *name, size_t name_len, const char *email,
@@ -112,5 +70,5 @@ uint64_t store_count(struct store *s)
 
 const char *store_kind_name(const struct store *s)
 {
-    return s->kind == STORE_MEMORY ? "memory" : "sqlite";
+    return s->ops->name;
 }

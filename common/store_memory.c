@@ -64,13 +64,15 @@ static void memory_copy_out(const struct memory_store *m, uint64_t id, struct us
     out->email[sl->email_len] = '\0';
 }
 
+static const struct store_ops memory_ops;
+
 int store_memory_open(const struct store_options *opt, struct store **out, char *err,
                       size_t errlen)
 {
     (void)err;
     (void)errlen;
     struct memory_store *m = xcalloc(1, sizeof *m);
-    m->base.kind = STORE_MEMORY;
+    m->base.ops = &memory_ops;
     memory_reserve(m, opt->seed_users);
     buf_reserve(&m->arena, opt->seed_users * 32);
     struct user u;
@@ -82,7 +84,7 @@ int store_memory_open(const struct store_options *opt, struct store **out, char 
     return 0;
 }
 
-void store_memory_close(struct store *s)
+static void memory_close(struct store *s)
 {
     struct memory_store *m = (struct memory_store *)s;
     free(m->slots);
@@ -90,7 +92,7 @@ void store_memory_close(struct store *s)
     free(m);
 }
 
-int store_memory_get(struct store *s, uint64_t id, struct user *out)
+static int memory_get(struct store *s, uint64_t id, struct user *out)
 {
     struct memory_store *m = (struct memory_store *)s;
     if (id - 1 >= m->base.count) /* id 0 wraps to UINT64_MAX */
@@ -99,8 +101,8 @@ int store_memory_get(struct store *s, uint64_t id, struct user *out)
     return 0;
 }
 
-int store_memory_list(struct store *s, uint64_t after, unsigned limit, struct user *out,
-                      unsigned *count, int *has_more)
+static int memory_list(struct store *s, uint64_t after, unsigned limit, struct user *out,
+                       unsigned *count, int *has_more)
 {
     struct memory_store *m = (struct memory_store *)s;
     uint64_t total = m->base.count;
@@ -118,7 +120,7 @@ int store_memory_list(struct store *s, uint64_t after, unsigned limit, struct us
     return 0;
 }
 
-int store_memory_create_batch(struct store *s, struct user *in, size_t n)
+static int memory_create_batch(struct store *s, struct user *in, size_t n)
 {
     struct memory_store *m = (struct memory_store *)s;
     for (size_t i = 0; i < n; i++) {
@@ -127,3 +129,7 @@ int store_memory_create_batch(struct store *s, struct user *in, size_t n)
     }
     return 0;
 }
+
+static const struct store_ops memory_ops = {
+    .name = "memory", .close = memory_close, .get = memory_get, .list = memory_list,
+    .create_batch = memory_create_batch};

@@ -122,6 +122,9 @@ static int prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st)
     return sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL);
 }
 
+static const struct store_ops sqlite_ops;
+static void sqlite_close(struct store *s);
+
 int store_sqlite_open(const struct store_options *opt, struct store **out, char *err,
                       size_t errlen)
 {
@@ -132,7 +135,7 @@ int store_sqlite_open(const struct store_options *opt, struct store **out, char 
         return -EINVAL;
     }
     struct sqlite_store *q = xcalloc(1, sizeof *q);
-    q->base.kind = STORE_SQLITE;
+    q->base.ops = &sqlite_ops;
     int r;
 
     /* one connection, used by one thread at a time (callers serialise) */
@@ -183,11 +186,11 @@ int store_sqlite_open(const struct store_options *opt, struct store **out, char 
 
 fail_stmts:
 fail_db:
-    store_sqlite_close(&q->base);
+    sqlite_close(&q->base);
     return r;
 }
 
-void store_sqlite_close(struct store *s)
+static void sqlite_close(struct store *s)
 {
     struct sqlite_store *q = (struct sqlite_store *)s;
     sqlite3_finalize(q->get);
@@ -200,7 +203,7 @@ void store_sqlite_close(struct store *s)
     free(q);
 }
 
-int store_sqlite_get(struct store *s, uint64_t id, struct user *out)
+static int sqlite_get(struct store *s, uint64_t id, struct user *out)
 {
     struct sqlite_store *q = (struct sqlite_store *)s;
     if (id > (uint64_t)INT64_MAX)
@@ -218,8 +221,8 @@ int store_sqlite_get(struct store *s, uint64_t id, struct user *out)
     return r;
 }
 
-int store_sqlite_list(struct store *s, uint64_t after, unsigned limit, struct user *out,
-                      unsigned *count, int *has_more)
+static int sqlite_list(struct store *s, uint64_t after, unsigned limit, struct user *out,
+                       unsigned *count, int *has_more)
 {
     struct sqlite_store *q = (struct sqlite_store *)s;
     unsigned n = 0;
@@ -247,7 +250,7 @@ int store_sqlite_list(struct store *s, uint64_t after, unsigned limit, struct us
     return r;
 }
 
-int store_sqlite_create_batch(struct store *s, struct user *in, size_t n)
+static int sqlite_create_batch(struct store *s, struct user *in, size_t n)
 {
     struct sqlite_store *q = (struct sqlite_store *)s;
     if (step_once(q->begin) != 0)
@@ -277,7 +280,11 @@ rollback:
     return -EIO;
 }
 
+static const struct store_ops sqlite_ops = {
+    .name = "sqlite", .close = sqlite_close, .get = sqlite_get, .list = sqlite_list,
+    .create_batch = sqlite_create_batch};
+
 struct sqlite3 *store_sqlite_handle(struct store *s)
 {
-    return s->kind == STORE_SQLITE ? ((struct sqlite_store *)s)->db : NULL;
+    return s->ops == &sqlite_ops ? ((struct sqlite_store *)s)->db : NULL;
 }

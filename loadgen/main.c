@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "atomics.h"
 #include "config.h"
 #include "merge.h"
 #include "mix.h"
@@ -223,8 +224,8 @@ int main(int argc, char **argv)
                 uint64_t done = 0, errs = 0;
                 for (unsigned i = 0; i < nthreads; i++) {
                     struct stats *s = worker_stats(workers[i]);
-                    done += atomic_load_explicit(&s->progress_completed, memory_order_relaxed);
-                    errs += atomic_load_explicit(&s->progress_errors, memory_order_relaxed);
+                    done += atomics_load64_relaxed(&s->progress_completed);
+                    errs += atomics_load64_relaxed(&s->progress_errors);
                 }
                 if (progress)
                     fprintf(stderr, "\r[%5.1fs%s] %10.0f req/s  %12llu done  %8llu errors ",
@@ -240,7 +241,7 @@ int main(int argc, char **argv)
             getrusage(RUSAGE_SELF, &ru0);
         getrusage(RUSAGE_SELF, &ru1);
         if (g_interrupted)
-            atomic_store(&sh.stop, 1);
+            atomics_store_seq_cst(&sh.stop, 1);
         if (progress)
             fputc('\n', stderr);
     }

@@ -6,7 +6,6 @@
 #ifndef LOADGEN_STATS_H
 #define LOADGEN_STATS_H
 
-#include <stdatomic.h>
 #include <stdint.h>
 
 #include "histogram.h"
@@ -37,8 +36,8 @@ struct stats {
     struct histogram *service;     /* uncorrected: from the actual send */
     struct histogram *send_lag;    /* actual send - planned send, every request sent */
     struct histogram *conn_wait;   /* the send lag of the requests_waited */
-    _Atomic uint64_t progress_completed; /* mirrors, for the progress line */
-    _Atomic uint64_t progress_errors;
+    uint64_t progress_completed; /* mirrors for the progress line (atomics.h, relaxed) */
+    uint64_t progress_errors;
 };
 
 /* A new empty histogram with the layout above. Aborts only on OOM. */

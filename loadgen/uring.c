@@ -10,6 +10,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "atomics.h"
+
 static int sys_setup(unsigned entries, struct io_uring_params *p)
 {
     long rc = syscall(__NR_io_uring_setup, entries, p);
@@ -108,7 +110,7 @@ void uring_exit(struct uring *r)
 
 struct io_uring_sqe *uring_get_sqe(struct uring *r)
 {
-    unsigned head = __atomic_load_n(r->sq_head, __ATOMIC_ACQUIRE);
+    unsigned head = atomics_load_acquire(r->sq_head);
     if (r->sq_local_tail - head >= r->sq_entries)
         return NULL;
     struct io_uring_sqe *s = &r->sqes[r->sq_local_tail & *r->sq_mask];
@@ -166,7 +168,7 @@ void uring_prep_poll_multishot(struct io_uring_sqe *s, int fd, unsigned events, 
 int uring_enter(struct uring *r, unsigned min_complete, int64_t timeout_ns)
 {
     unsigned submit = r->sq_local_tail - *r->sq_tail;
-    __atomic_store_n(r->sq_tail, r->sq_local_tail, __ATOMIC_RELEASE);
+    atomics_store_release(r->sq_tail, r->sq_local_tail);
     struct __kernel_timespec ts;
     struct io_uring_getevents_arg arg = {0};
     unsigned flags = IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG;
@@ -192,13 +194,13 @@ unsigned uring_reap(struct uring *r, void (*fn)(const struct io_uring_cqe *cqe, 
     unsigned n = 0;
     for (;;) {
         unsigned head = *r->cq_head;
-        unsigned tail = __atomic_load_n(r->cq_tail, __ATOMIC_ACQUIRE);
+        unsigned tail = atomics_load_acquire(r->cq_tail);
         if (head == tail)
             return n;
         for (; head != tail; head++, n++) {
             fn(&r->cqes[head & *r->cq_mask], ctx);
             /* Release each as we go: fn may submit, and the kernel may post again. */
-            __atomic_store_n(r->cq_head, head + 1, __ATOMIC_RELEASE);
+            atomics_store_release(r->cq_head, head + 1);
         }
     }
 }

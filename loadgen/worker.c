@@ -23,6 +23,7 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "atomics.h"
 #include "plan.h"
 #include "timebase.h"
 #include "uring.h"
@@ -151,8 +152,7 @@ static void count_error(struct worker *w, enum stats_error e, uint64_t n)
         return;
     }
     w->stats.errors[e] += n;
-    atomic_store_explicit(&w->stats.progress_errors, stats_errors_total(&w->stats),
-                          memory_order_relaxed);
+    atomics_store64_relaxed(&w->stats.progress_errors, stats_errors_total(&w->stats));
 }
 
 static void conn_touch(struct conn *c)
@@ -453,13 +453,11 @@ static int on_message_complete(llhttp_t *p)
         }
         if (status != s->expect) {
             st->errors[STATS_ERR_STATUS]++;
-            atomic_store_explicit(&st->progress_errors, stats_errors_total(st),
-                                  memory_order_relaxed);
+            atomics_store64_relaxed(&st->progress_errors, stats_errors_total(st));
         }
         histogram_record(st->latency, (now - s->planned_ns + 999) / 1000);
         histogram_record(st->service, (now - s->sent_ns + 999) / 1000);
-        atomic_store_explicit(&st->progress_completed, st->requests_completed,
-                              memory_order_relaxed);
+        atomics_store64_relaxed(&st->progress_completed, st->requests_completed);
     } else if (now >= w->end_ns && s->sent_ns < w->end_ns && s->sent_ns >= w->measure_start_ns) {
         w->stats.in_flight_at_end++;
     }
@@ -838,7 +836,7 @@ static void on_end(uv_timer_t *t)
 static void on_housekeeping(uv_timer_t *t)
 {
     struct worker *w = t->data;
-    if (atomic_load_explicit(&w->sh->stop, memory_order_relaxed)) {
+    if (atomics_load_relaxed(&w->sh->stop)) {
         worker_stop(w);
         return;
     }

@@ -9,7 +9,6 @@
 #define LOADGEN_WORKER_H
 
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <sys/socket.h>
 
@@ -28,7 +27,7 @@ struct worker_shared {
     uint64_t start_ns;           /* schedule origin (timebase clock, CLOCK_MONOTONIC) */
     int use_uring;               /* set by main before worker_start */
     int abort;                   /* nonzero: skip the run (nothing could connect) */
-    _Atomic int stop;            /* nonzero: stop early (SIGINT) */
+    unsigned stop;               /* nonzero: stop early (SIGINT); atomics.h */
 };
 
 struct worker;

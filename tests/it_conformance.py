@@ -394,20 +394,8 @@ def read_response(r, head):
     ends at the empty line whatever Content-Length says)."""
     if not head:
         return r.response()
-    while b"\r\n\r\n" not in r.buf:
-        if len(r.buf) > 1 << 20:
-            raise ValueError("response head too large")
-        r._fill()
-    raw_head, r.buf = r.buf.split(b"\r\n\r\n", 1)
-    lines = raw_head.decode("latin-1").split("\r\n")
-    m = re.match(r"HTTP/1\.[01] (\d{3}) ", lines[0] + " ")
-    if not m:
-        raise ValueError("bad status line %r" % lines[0])
-    headers = {}
-    for line in lines[1:]:
-        k, _, v = line.partition(":")
-        headers[k.strip().lower()] = v.strip()
-    return Response(int(m.group(1)), headers, b"", raw_head)
+    status, headers, raw_head = r.head()
+    return Response(status, headers, b"", raw_head)
 
 
 def response_problems(resp):

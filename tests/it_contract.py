@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
-"""it_contract: the server contract of DESIGN.md section 5, end to end, against the real
-binary on a free loopback port. Server-agnostic: SERVER picks the binary (default
+"""it_contract: the server contract (README.md "Running a server by hand": flags and routes;
+SPEC.md "HTTP handling"), end to end, against the real binary on a free loopback port. Server-agnostic: SERVER picks the binary (default
 build/async-server), STORE picks memory or sqlite (both when unset), so the actor server
 runs the same checks unchanged. Raw sockets where status and close behaviour matter,
 http.client elsewhere. Python 3 stdlib only; prints TAP on stdout, diagnostics as '#'.
 """
+import contextlib
 import http.client
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -16,6 +18,9 @@ import sys
 import tempfile
 import threading
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from reliability_lib import parse_head  # noqa: E402
 
 SERVER = os.environ.get("SERVER", os.environ.get("BUILD", "build") + "/async-server")
 STORES = [os.environ["STORE"]] if os.environ.get("STORE") else ["memory", "sqlite"]
@@ -50,6 +55,11 @@ class Tap:
 
     def eq(self, got, want, name):
         return self.ok(got == want, name, "got:  %r\nwant: %r" % (got, want))
+
+    def skip(self, name, reason):
+        self.n += 1
+        print("ok %d - %s # SKIP %s" % (self.n, name, reason))
+        sys.stdout.flush()
 
 
 T = Tap()
@@ -103,19 +113,14 @@ class Conn:
         while b"\r\n\r\n" not in self.buf:
             self._fill()
         head, self.buf = self.buf.split(b"\r\n\r\n", 1)
-        lines = head.decode("latin-1").split("\r\n")
-        m = re.match(r"^HTTP/1\.1 (\d{3}) (.*)$", lines[0])
-        if not m:
-            raise ValueError("bad status line %r" % lines[0])
-        headers = {}
-        for line in lines[1:]:
-            k, _, v = line.partition(":")
-            headers[k.strip().lower()] = v.strip()
+        version, status, reason, headers = parse_head(head)
+        if version != "1.1":
+            raise ValueError("status line says HTTP/%s, want HTTP/1.1" % version)
         n = int(headers.get("content-length", "0"))
         while len(self.buf) < n:
             self._fill()
         body, self.buf = self.buf[:n], self.buf[n:]
-        return Resp(int(m.group(1)), m.group(2), headers, body)
+        return Resp(status, reason, headers, body)
 
     def closed_by_peer(self):
         """True when the server closes (EOF) within the timeout, with no extra bytes."""
@@ -153,6 +158,19 @@ def one(port, data):
         r = c.read_response()
         closed = c.closed_by_peer() if (r.h("connection") or "").lower() == "close" else None
         return r, closed
+    finally:
+        c.close()
+
+
+@contextlib.contextmanager
+def conn_check(port, name):
+    """A fresh raw connection for one check: an I/O error or a malformed response inside
+    the block fails the check `name` (the block reports its own success)."""
+    c = Conn(port)
+    try:
+        yield c
+    except (OSError, EOFError, ValueError) as e:
+        T.ok(False, name, repr(e))
     finally:
         c.close()
 
@@ -404,12 +422,12 @@ def check_metrics(port, tag):
     text = r.body.decode()
     ping0 = metric(text, "http_requests_total", '{route="ping",status="200"}')
     users0 = metric(text, "store_users")
-    count0 = metric(text, "http_handler_latency_us_count")
+    count0 = metric(text, "http_handler_latency_seconds_count")
     T.ok(ping0 is not None and users0 is not None and count0 is not None,
          tag + "metrics expose requests, store size and latency histogram",
          text[:2000])
     T.ok("http_open_connections" in text, tag + "metrics expose open connections")
-    T.ok(re.search(r'^http_handler_latency_us_bucket\{le="\+Inf"\} ', text, re.M) is not None,
+    T.ok(re.search(r'^http_handler_latency_seconds_bucket\{le="\+Inf"\} ', text, re.M) is not None,
          tag + "latency histogram has a +Inf bucket")
     for _ in range(3):
         req(port, "GET", "/ping")
@@ -423,16 +441,33 @@ def check_metrics(port, tag):
     users1 = metric(text, "store_users")
     T.ok(users0 is not None and users1 == users0 + 1, tag + "store_users moved by 1",
          (users0, users1))
-    count1 = metric(text, "http_handler_latency_us_count")
+    count1 = metric(text, "http_handler_latency_seconds_count")
     T.ok(count0 is not None and count1 is not None and count1 >= count0 + 5,
          tag + "latency histogram count moved", (count0, count1))
     n404 = metric(text, "http_requests_total", '{route="other",status="404"}')
     T.ok(n404 is not None and n404 >= 1, tag + "404 counted", n404)
+    les = [float(v) for v in re.findall(r'^http_handler_latency_seconds_bucket\{le="([0-9.e+-]+)"\}',
+                                        text, re.M)]
+    T.ok(les and all(0 < le <= 60 for le in les) and les == sorted(les),
+         tag + "latency buckets: ascending edges in seconds, within (0, 60]", les[:5])
+    check_promtool(text, tag)
+
+
+def check_promtool(text, tag):
+    """`promtool check metrics` (Prometheus's linter) finds nothing to say."""
+    exe = shutil.which("promtool")
+    if exe is None:
+        T.skip(tag + "promtool check metrics", "promtool not installed (Debian package prometheus)")
+        return
+    p = subprocess.run([exe, "check", "metrics"], input=text.encode(), capture_output=True,
+                       timeout=30)
+    out = (p.stdout + p.stderr).decode(errors="replace").strip()
+    T.ok(p.returncode == 0 and out == "", tag + "promtool check metrics is clean",
+         "exit %d:\n%s" % (p.returncode, out))
 
 
 def check_keepalive(port, tag):
-    c = Conn(port)
-    try:
+    with conn_check(port, tag + "keep-alive") as c:
         statuses = []
         for i in range(5):
             c.send(raw_request("GET", "/ping") if i % 2 == 0 else
@@ -446,10 +481,6 @@ def check_keepalive(port, tag):
         c.send(raw_request("GET", "/ping"))
         r2 = c.read_response()
         T.eq((r.status, r2.status), (200, 200), tag + "HTTP/1.0 keep-alive then more requests")
-    except (OSError, EOFError, ValueError) as e:
-        T.ok(False, tag + "keep-alive", e)
-    finally:
-        c.close()
 
 
 def check_pipelining(port, tag):
@@ -462,8 +493,7 @@ def check_pipelining(port, tag):
             + raw_request("GET", "/users/2", {**AUTH, "X-Request-Id": "p5"})
             + raw_request("GET", "/users?limit=1&after=2", AUTH)
             + raw_request("GET", "/ping", {"Connection": "close"}))
-    c = Conn(port)
-    try:
+    with conn_check(port, tag + "pipelining") as c:
         c.send(data)
         got = []
         for _ in range(7):
@@ -476,13 +506,8 @@ def check_pipelining(port, tag):
         T.eq(got, want, tag + "7 pipelined requests answered in order (POST then GET of its id)")
         T.ok(r.h("x-request-id") is None and c.closed_by_peer(),
              tag + "pipeline ending in Connection: close is closed after the last answer")
-    except (OSError, EOFError, ValueError) as e:
-        T.ok(False, tag + "pipelining", e)
-    finally:
-        c.close()
     # 300 pipelined requests with ~6 KiB answers, sent before reading any (back-pressure)
-    c = Conn(port)
-    try:
+    with conn_check(port, tag + "300 pipelined list requests") as c:
         n = 300
         c.send(b"".join(raw_request("GET", "/users?limit=100&after=%d" % (i % 50), AUTH)
                         for i in range(n)))
@@ -492,34 +517,20 @@ def check_pipelining(port, tag):
             doc = json.loads(r.body)
             good += r.status == 200 and doc["users"][0]["id"] == i % 50 + 1
         T.eq(good, n, tag + "300 pipelined list requests sent before reading: all in order")
-    except (OSError, EOFError, ValueError) as e:
-        T.ok(False, tag + "300 pipelined list requests", repr(e))
-    finally:
-        c.close()
     # a request followed by a half-close is still answered
-    c = Conn(port)
-    try:
+    with conn_check(port, tag + "request then half-close: answered") as c:
         c.send(raw_request("GET", "/ping"))
         c.sock.shutdown(socket.SHUT_WR)
         r = c.read_response()
         T.eq((r.status, r.body), (200, b"pong"), tag + "request then half-close: answered")
-    except (OSError, EOFError, ValueError) as e:
-        T.ok(False, tag + "request then half-close: answered", repr(e))
-    finally:
-        c.close()
     # the same pipeline delivered one byte at a time
-    c = Conn(port)
-    try:
+    with conn_check(port, tag + "byte-at-a-time pipelining") as c:
         small = raw_request("GET", "/ping") + raw_request("GET", "/users/3", AUTH)
         for i in range(len(small)):
             c.send(small[i:i + 1])
         r1, r2 = c.read_response(), c.read_response()
         T.eq((r1.status, r1.body, r2.status, r2.body.decode()), (200, b"pong", 200, user_json(3)),
              tag + "pipelined requests sent one byte at a time")
-    except (OSError, EOFError, ValueError) as e:
-        T.ok(False, tag + "byte-at-a-time pipelining", e)
-    finally:
-        c.close()
 
 
 def check_close(port, tag):
@@ -528,21 +539,15 @@ def check_close(port, tag):
          tag + "Connection: close honoured (header, then EOF)")
     r, closed = one(port, raw_request("GET", "/users/1", {**AUTH, "Connection": "close"}))
     T.eq((r.status, closed), (200, True), tag + "Connection: close on a /users route")
-    c = Conn(port)
-    try:
+    with conn_check(port, tag + "HTTP/1.0 close") as c:
         c.send(raw_request("GET", "/ping", version="HTTP/1.0"))
         r = c.read_response()
         T.eq((r.status, c.closed_by_peer()), (200, True), tag + "HTTP/1.0 without keep-alive closes")
-    except (OSError, EOFError, ValueError) as e:
-        T.ok(False, tag + "HTTP/1.0 close", e)
-    finally:
-        c.close()
 
 
 def expect_status_close(port, tag, what, data, status):
     """Sends data, expects `status` readable (no reset) and then the connection closed."""
-    c = Conn(port)
-    try:
+    with conn_check(port, tag + "%s -> %d, readable, then closed" % (what, status)) as c:
         try:
             c.send(data)
         except (BrokenPipeError, ConnectionResetError):
@@ -550,10 +555,6 @@ def expect_status_close(port, tag, what, data, status):
         r = c.read_response()
         T.eq((r.status, (r.h("connection") or "").lower(), c.closed_by_peer()),
              (status, "close", True), tag + "%s -> %d, readable, then closed" % (what, status))
-    except (OSError, EOFError, ValueError) as e:
-        T.ok(False, tag + "%s -> %d, readable, then closed" % (what, status), repr(e))
-    finally:
-        c.close()
 
 
 def send_ignoring_errors(sock, data):
@@ -571,8 +572,7 @@ def check_limits(port, tag):
     expect_status_close(port, tag, "Content-Length 70000 > max-body (body sent)",
                         big_headers + b"x" * 70000, 413)
     # a client that keeps sending a 1 MiB body while reading: the 413 arrives intact
-    c = Conn(port)
-    try:
+    with conn_check(port, tag + "1 MiB body streamed while reading -> 413") as c:
         writer = threading.Thread(target=send_ignoring_errors,
                                   args=(c.sock, big_headers.replace(b"70000", b"1048576")
                                         + b"y" * 1048576))
@@ -581,10 +581,6 @@ def check_limits(port, tag):
         T.eq((r.status, c.closed_by_peer()), (413, True),
              tag + "1 MiB body streamed while reading -> 413 intact, then closed")
         writer.join(IO_TIMEOUT_S)
-    except (OSError, EOFError, ValueError) as e:
-        T.ok(False, tag + "1 MiB body streamed while reading -> 413", repr(e))
-    finally:
-        c.close()
     chunked = ("POST /users HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                "Transfer-Encoding: chunked\r\n\r\n").encode()
     chunked += b"".join(b"2000\r\n" + b"c" * 0x2000 + b"\r\n" for _ in range(9)) + b"0\r\n\r\n"
@@ -610,16 +606,11 @@ def check_limits(port, tag):
                         b"GET /ping HTTP/1.1\r\nHost: x\r\nX-A: a\rb\r\n\r\n", 400)
     expect_status_close(port, tag, "garbage request line", b"HELLO\r\n\r\n", 400)
     # a good request before a malformed one is still answered first
-    c = Conn(port)
-    try:
+    with conn_check(port, tag + "good then malformed") as c:
         c.send(raw_request("GET", "/ping") + b"GET /ping HTTP/1.1\r\nHost: x\r\n X: y\r\n\r\n")
         r1, r2 = c.read_response(), c.read_response()
         T.eq((r1.status, r2.status, c.closed_by_peer()), (200, 400, True),
              tag + "good request then a malformed one: 200, 400, close")
-    except (OSError, EOFError, ValueError) as e:
-        T.ok(False, tag + "good then malformed", repr(e))
-    finally:
-        c.close()
     # the server is still healthy afterwards
     r = req(port, "GET", "/ping")
     T.eq(r.status, 200, tag + "server healthy after the bad inputs")

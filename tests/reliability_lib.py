@@ -222,6 +222,21 @@ def connect(port, timeout_s=5.0):
     return s
 
 
+def parse_head(raw):
+    """(version, status, reason, headers) of a response head without its empty line:
+    version "1.0" or "1.1", headers lower-cased name -> value (last wins). ValueError when
+    the status line is not HTTP/1.x NNN."""
+    lines = raw.decode("latin-1").split("\r\n")
+    m = re.match(r"HTTP/1\.([01]) (\d{3}) (.*)$", lines[0] + " ")
+    if not m:
+        raise ValueError("bad status line %r" % lines[0])
+    headers = {}
+    for line in lines[1:]:
+        k, _, v = line.partition(":")
+        headers[k.strip().lower()] = v.strip()
+    return "1." + m.group(1), int(m.group(2)), m.group(3).rstrip(), headers
+
+
 class Response:
     def __init__(self, status, headers, body, raw_head):
         self.status = status
@@ -246,27 +261,25 @@ class Reader:
             raise EOFError("connection closed")
         self.buf += chunk
 
-    def response(self):
-        """Reads one response (Content-Length framed). Raises EOFError, socket.timeout,
-        ConnectionResetError."""
+    def head(self):
+        """Reads one response head: (status, headers, raw head). Raises EOFError,
+        socket.timeout, ConnectionResetError, ValueError (no status line, head > 1 MiB)."""
         while b"\r\n\r\n" not in self.buf:
             if len(self.buf) > 1 << 20:
                 raise ValueError("response head too large")
             self._fill()
-        head, self.buf = self.buf.split(b"\r\n\r\n", 1)
-        lines = head.decode("latin-1").split("\r\n")
-        m = re.match(r"HTTP/1\.[01] (\d{3}) ", lines[0] + " ")
-        if not m:
-            raise ValueError("bad status line %r" % lines[0])
-        headers = {}
-        for l in lines[1:]:
-            k, _, v = l.partition(":")
-            headers[k.strip().lower()] = v.strip()
+        raw, self.buf = self.buf.split(b"\r\n\r\n", 1)
+        _, status, _, headers = parse_head(raw)
+        return status, headers, raw
+
+    def response(self):
+        """Reads one response (Content-Length framed); raises what head() raises."""
+        status, headers, raw = self.head()
         n = int(headers.get("content-length", "0"))
         while len(self.buf) < n:
             self._fill()
         body, self.buf = self.buf[:n], self.buf[n:]
-        return Response(int(m.group(1)), headers, body, head)
+        return Response(status, headers, body, raw)
 
     def closed(self, timeout_s=3.0):
         """'eof' when the peer closed cleanly (FIN) within timeout_s, 'reset' on RST,

@@ -143,18 +143,22 @@ class TestPromtext(unittest.TestCase):
         self.assertEqual(promtext.delta(self.before, self.after, "http_overload_rejections_total"), 3)
         self.assertEqual(promtext.routes(self.before, self.after), {"metrics": 1, "ping": 1000})
 
-    def test_seconds_family_reads_as_microseconds(self):
-        def to_seconds(samples):
+    def test_fixtures_use_the_seconds_family(self):
+        self.assertTrue(any(n == "http_handler_latency_seconds_count" for n, _, _ in self.after))
+
+    def test_microseconds_family_of_older_servers_reads_the_same(self):
+        def to_microseconds(samples):
             text = []
             for n, lab, v in samples:
-                if n.startswith("http_handler_latency_us"):
-                    n = n.replace("_us", "_seconds")
+                if n.startswith("http_handler_latency_seconds"):
+                    n = n.replace("_seconds", "_us")
                     if "le" in lab and lab["le"] != "+Inf":
-                        lab = dict(lab, le=repr(float(lab["le"]) / 1e6))
+                        lab = dict(lab, le=repr(round(float(lab["le"]) * 1e6)))
                 labels = ",".join(f'{k}="{v2}"' for k, v2 in lab.items())
                 text.append(f"{n}{{{labels}}} {v}" if labels else f"{n} {v}")
             return promtext.parse("\n".join(text))
-        b, a = to_seconds(self.before), to_seconds(self.after)
+        b, a = to_microseconds(self.before), to_microseconds(self.after)
+        self.assertTrue(any(n == "http_handler_latency_us_count" for n, _, _ in a))
         self.assertEqual(promtext.handler_quantile_us(b, a, 0.99), 20)
         self.assertEqual(promtext.handler_quantile_us(b, a, 0.5), 10)
 

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "atomics.h"
 #include "histogram.h"
 #include "util.h"
 
@@ -533,7 +534,7 @@ static void test_hgrm_parses(void **state)
 struct writer_arg {
     struct histogram *h;
     uint64_t n;
-    int done;
+    unsigned done;
 };
 
 static void *writer_main(void *p)
@@ -542,7 +543,7 @@ static void *writer_main(void *p)
     uint64_t s = 99;
     for (uint64_t i = 0; i < w->n; i++)
         histogram_record(w->h, 1 + splitmix64(&s) % 100000);
-    __atomic_store_n(&w->done, 1, __ATOMIC_RELEASE);
+    atomics_store_release(&w->done, 1);
     return NULL;
 }
 
@@ -555,7 +556,7 @@ static void test_concurrent_reader(void **state)
     assert_int_equal(pthread_create(&t, NULL, writer_main, &w), 0);
     struct histogram *snap = histogram_new(LOWEST_US, HIGHEST_US, 3);
     int rounds = 0;
-    while (!__atomic_load_n(&w.done, __ATOMIC_ACQUIRE) || rounds < 3) {
+    while (!atomics_load_acquire(&w.done) || rounds < 3) {
         histogram_reset(snap);
         assert_int_equal(histogram_merge(snap, w.h), 0);
         assert_in_range(histogram_total(snap), 0, w.n);

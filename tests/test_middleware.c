@@ -32,9 +32,7 @@ struct one {
 static struct request *one_begin(void *ctx)
 {
     (void)ctx;
-    struct request *req = xcalloc(1, sizeof *req);
-    request_reset(req);
-    return req;
+    return request_new();
 }
 
 static int one_complete(void *ctx, struct request *req)

@@ -2,9 +2,9 @@
  * is split into several reads (split points taken from its first bytes), fed through
  * http_parser_feed, and every parsed request runs the async server's steps (app_route ->
  * mw_request_id -> mw_auth -> app_validate -> app_store_exec -> accesslog_request ->
- * app_render_body -> http_render_response) on a fresh memory store; the end of input is
+ * app_render_body -> response_render) on a fresh memory store; the end of input is
  * the peer's half-close. Pauses (pipeline cap, Connection: close) are handled as
- * server.c does. Checks the rendered responses' framing and statuses (a HEAD answer: the
+ * conn.c does. Checks the rendered responses' framing and statuses (a HEAD answer: the
  * Content-Length of its body and no body), and that the same bytes sent in one read give
  * the same responses, not only crashes.
  * Build and run: make fuzz (FUZZ_SECONDS), make fuzz-ci. */
@@ -37,9 +37,7 @@ struct fuzz_conn {
 static struct request *fz_begin(void *ctx)
 {
     (void)ctx;
-    struct request *req = xcalloc(1, sizeof *req);
-    request_reset(req);
-    return req;
+    return request_new();
 }
 
 static int status_allowed(unsigned s)
@@ -58,7 +56,7 @@ static int status_allowed(unsigned s)
  * once, "Connection: keep-alive" only when asked for and not closing. Aborts (a
  * finding) otherwise. Returns the body bytes rendered. */
 static size_t check_rendered(const struct buf *out, size_t start, const struct response *resp,
-                             int close)
+                             enum close_mode close)
 {
     const char *p = out->data + start;
     size_t n = out->len - start;
@@ -78,7 +76,7 @@ static size_t check_rendered(const struct buf *out, size_t start, const struct r
         abort();
     }
     int keep_alive_line = memmem(p, head, "\r\nConnection: keep-alive\r\n", 26) != NULL;
-    if (keep_alive_line != (!close && (resp->flags & RESP_KEEP_ALIVE))) {
+    if (keep_alive_line != (close == CLOSE_KEEP && (resp->flags & RESP_KEEP_ALIVE))) {
         fprintf(stderr, "Connection: keep-alive %s\n", keep_alive_line ? "sent" : "missing");
         abort();
     }
@@ -102,14 +100,14 @@ static size_t check_rendered(const struct buf *out, size_t start, const struct r
     return n - head;
 }
 
-static void respond(struct fuzz_conn *c, struct request *req, int close)
+static void respond(struct fuzz_conn *c, struct request *req, enum close_mode close)
 {
     if (!status_allowed(req->resp.status)) {
         fprintf(stderr, "unexpected status %u\n", req->resp.status);
         abort();
     }
     size_t start = c->out.len;
-    http_render_response(&c->out, &req->resp, req->request_id, close);
+    response_render(&c->out, &req->resp, req->request_id, close);
     size_t body = check_rendered(&c->out, start, &req->resp, close);
     buf_append(&c->body_lens, &body, sizeof body);
 }
@@ -125,10 +123,10 @@ static int fz_complete(void *ctx, struct request *req)
         accesslog_request(&c->log, req, now_ns());
     }
     app_render_body(&c->app, req);
-    int close = !req->keep_alive || (req->resp.flags & RESP_CLOSE);
+    enum close_mode close = req->keep_alive ? CLOSE_KEEP : CLOSE_AFTER;
     respond(c, req, close);
     request_free(req);
-    if (close) {
+    if (close == CLOSE_AFTER) {
         c->closing = 1;
         return 1;
     }
@@ -148,7 +146,7 @@ static int feed(struct fuzz_conn *c, const uint8_t *data, size_t len)
         size_t used = 0;
         int rc = http_parser_feed(&c->parser, (const char *)data, len, &used);
         if (rc < 0) {
-            /* respond_parse_error in server.c */
+            /* respond_parse_error in conn.c */
             unsigned st = c->parser.error_status;
             if (st != 400 && st != 413 && st != 414 && st != 431 && st != 501) {
                 fprintf(stderr, "parse error status %u\n", st);
@@ -159,11 +157,10 @@ static int feed(struct fuzz_conn *c, const uint8_t *data, size_t len)
             if (req == NULL)
                 req = fz_begin(c);
             req->route = ROUTE_OTHER;
-            http_error_response(&req->resp, (uint16_t)st,
+            response_error(&req->resp, (uint16_t)st,
                                 c->parser.error_reason ? c->parser.error_reason
                                                        : "malformed request");
-            req->resp.flags |= RESP_CLOSE;
-            respond(c, req, 1);
+            respond(c, req, CLOSE_AFTER);
             request_free(req);
             return -1;
         }
@@ -216,7 +213,7 @@ static void run_conn(const uint8_t *data, const size_t *cuts, size_t ncuts,
         if (done)
             break;
     }
-    /* half-close: the peer is gone; drop a request in progress, as server.c does */
+    /* half-close: the peer is gone; drop a request in progress, as conn.c does */
     struct request *partial = NULL;
     http_parser_destroy(&c.parser, &partial);
     request_free(partial);

@@ -166,15 +166,9 @@ int main(int argc, char **argv)
     int code = helper_parse_flags(argc, argv, flags, usage);
     if (code >= 0)
         return code;
-    signal(SIGPIPE, SIG_IGN);
     s.loop = uv_default_loop();
     llhttp_settings_init(&s.settings);
     s.settings.on_message_complete = on_message_complete;
-    int rc = helper_listen(s.loop, &s.listener, &s, port, on_connection);
-    if (rc < 0) {
-        fprintf(stderr, "fault_server: listen: %s\n", uv_strerror(rc));
-        return 1;
-    }
-    helper_signal(s.loop, &s.sigterm, &s, on_sigterm, SIGTERM);
-    return uv_run(s.loop, UV_RUN_DEFAULT);
+    return helper_serve("fault_server", s.loop, &s.listener, &s.sigterm, &s, port, on_connection,
+                        on_sigterm);
 }

@@ -5,6 +5,7 @@
 #ifndef HELPER_SERVER_H
 #define HELPER_SERVER_H
 
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -76,6 +77,23 @@ static int helper_signal(uv_loop_t *loop, uv_signal_t *sig, void *data, uv_signa
         return rc;
     sig->data = data;
     return uv_signal_start(sig, on_signal, signum);
+}
+
+/* The rest of a helper's main once its flags are parsed: SIGPIPE ignored, LISTENER on
+ * 127.0.0.1:PORT announced, SIGTERM handled by ON_SIGTERM, then the loop runs. Returns
+ * the exit code: uv_run's, or 1 after a message when the port cannot be bound. */
+static int helper_serve(const char *prog, uv_loop_t *loop, uv_tcp_t *listener,
+                        uv_signal_t *sigterm, void *data, uint64_t port,
+                        uv_connection_cb on_connection, uv_signal_cb on_sigterm)
+{
+    signal(SIGPIPE, SIG_IGN);
+    int rc = helper_listen(loop, listener, data, port, on_connection);
+    if (rc < 0) {
+        fprintf(stderr, "%s: listen: %s\n", prog, uv_strerror(rc));
+        return 1;
+    }
+    helper_signal(loop, sigterm, data, on_sigterm, SIGTERM);
+    return uv_run(loop, UV_RUN_DEFAULT);
 }
 
 #endif

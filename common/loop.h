@@ -1,0 +1,67 @@
+/* loop: the state of one I/O loop and of the server that owns the loops, shared by the
+ * two halves of the connection layer: server.c (loops, listeners, threads, stop) and
+ * conn.c (connections). Private to them: architectures use server.h.
+ * Invariant: a struct server_loop is touched only by its loop's thread, except
+ * stop_async (any thread) and the server-wide connection count (atomic). */
+#ifndef COMMON_LOOP_H
+#define COMMON_LOOP_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "metrics.h"
+#include "request.h"
+#include "server.h"
+
+#define LOOP_READ_BUF_SIZE (64 * 1024)
+
+struct conn;
+
+struct server_loop {
+    uv_loop_t uv;
+    uv_tcp_t listener;
+    uv_async_t stop_async;
+    uv_timer_t sweep;
+    uv_timer_t force_stop;
+    uv_timer_t relisten;
+    uv_check_t flush_check;
+    uv_idle_t kick;       /* active while responses wait to be written: poll won't block */
+    pthread_t thread;
+    uint8_t uv_ready;     /* uv_loop_init done */
+    uint8_t started;      /* 1: its thread was created; 2: server_join ran it instead */
+    uint8_t ran;          /* loop_begin done: the architecture's loop_init ran */
+    uint8_t joined;       /* finished and, with a thread, joined */
+    uint8_t stopping;
+    uint8_t listener_open;
+    uint8_t listener_closing; /* closed after EMFILE, to be bound again */
+    uint8_t finished;
+    struct server *srv;
+    unsigned index;
+    unsigned nconns;      /* connections whose memory is not freed yet (conn.c) */
+    struct conn *conns;   /* open connections, for the sweep and the stop (conn.c) */
+    struct conn *dirty;   /* connections with output for this iteration's flush (conn.c) */
+    struct request_pool pool;
+    struct metrics metrics;
+    void *data;
+    /* server.c's: called by conn.c after it freed a connection (nconns went down). */
+    void (*conn_freed)(struct server_loop *l);
+    char readbuf[LOOP_READ_BUF_SIZE]; /* every read of this loop lands here first */
+};
+
+struct server {
+    struct server_config cfg;
+    const struct server_hooks *hooks;
+    void *ctx;
+    unsigned nloops;
+    int port;
+    unsigned total_conns; /* open connections over every loop (atomic) */
+    struct server_loop **loops;
+    /* server_start's gate: no loop runs until every thread exists */
+    pthread_mutex_t gate_lock;
+    pthread_cond_t gate_cond;
+    int gate_open;
+    int start_rc; /* 0, or the -errno of the thread that could not be created */
+};
+
+#endif

@@ -1,0 +1,85 @@
+/* request: the request object's lifecycle (new, reset, free) and the per-loop pool that
+ * recycles it, so a keep-alive connection allocates nothing per request once buffers
+ * have grown. Not thread-safe: a pool belongs to one loop. */
+#include "request.h"
+
+#include <stdlib.h>
+
+#define POOL_KEEP 1024   /* free requests kept per loop */
+#define POOL_KEEP_LIST 64 /* beyond this many, pooled requests drop their list array */
+
+struct request *request_new(void)
+{
+    struct request *req = xcalloc(1, sizeof *req);
+    request_reset(req);
+    return req;
+}
+
+/* 16 bytes of any type, for clearing the reset region in whole-vector stores. */
+typedef unsigned char request_chunk __attribute__((vector_size(16), aligned(8), may_alias));
+_Static_assert(REQUEST_RESET_END % sizeof(request_chunk) == 0,
+               "the reset region is whole 16-byte chunks");
+
+void request_reset(struct request *req)
+{
+    /* The memset of the region, written as unrolled 16-byte stores: GCC turns a
+     * constant-size memset of it (112 bytes) into `rep stos` (14 counted iterations),
+     * this into 7 stores, so the reset costs no more instructions than the
+     * field-by-field one did. */
+#pragma GCC unroll 16
+    for (size_t off = 0; off < REQUEST_RESET_END; off += sizeof(request_chunk))
+        *(request_chunk *)((char *)req + off) = (request_chunk){0};
+    req->http_minor = 1;
+    req->route = ROUTE_OTHER;
+    buf_reset(&req->resp.body);
+    buf_reset(&req->target);
+    buf_reset(&req->body);
+    req->request_id[0] = '\0';
+}
+
+void request_free(struct request *req)
+{
+    if (req == NULL)
+        return;
+    buf_free(&req->target);
+    buf_free(&req->body);
+    buf_free(&req->resp.body);
+    free(req->users);
+    free(req);
+}
+
+struct request *request_pool_get(struct request_pool *p)
+{
+    struct request *req = p->free;
+    if (req == NULL)
+        return request_new();
+    p->free = req->next;
+    p->len--;
+    request_reset(req);
+    return req;
+}
+
+void request_pool_put(struct request_pool *p, struct request *req)
+{
+    if (p->len >= POOL_KEEP) {
+        request_free(req);
+        return;
+    }
+    if (req->users != NULL && p->len >= POOL_KEEP_LIST) {
+        free(req->users); /* list results are 20 KiB: keep only a few */
+        req->users = NULL;
+    }
+    req->next = p->free;
+    p->free = req;
+    p->len++;
+}
+
+void request_pool_drain(struct request_pool *p)
+{
+    while (p->free != NULL) {
+        struct request *r = p->free;
+        p->free = r->next;
+        request_free(r);
+    }
+    p->len = 0;
+}
