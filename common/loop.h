@@ -29,8 +29,10 @@ struct server_loop {
     uv_idle_t kick;       /* active while responses wait to be written: poll won't block */
     pthread_t thread;
     uint8_t uv_ready;     /* uv_loop_init done */
+    unsigned ran;         /* loop_begin done: the architecture's loop_init ran. Written by the
+                           * loop's thread, read by the main one: atomics.h only (a plain
+                           * byte here was read together with `started` in one word) */
     uint8_t started;      /* 1: its thread was created; 2: server_join ran it instead */
-    uint8_t ran;          /* loop_begin done: the architecture's loop_init ran */
     uint8_t joined;       /* finished and, with a thread, joined */
     uint8_t stopping;
     uint8_t listener_open;

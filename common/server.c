@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <sys/socket.h>
 
+#include "atomics.h"
 #include "conn.h"
 #include "loop.h"
 
@@ -264,7 +265,7 @@ static void loop_begin(struct server_loop *l)
         l->srv->hooks->loop_init(l, l->srv->ctx);
     uv_timer_start(&l->sweep, on_sweep, SWEEP_MS, SWEEP_MS);
     uv_check_start(&l->flush_check, on_flush_check);
-    l->ran = 1;
+    atomics_store_relaxed(&l->ran, 1);
 }
 
 /* A loop's thread: waits until every thread exists (server_start is all or nothing),
@@ -321,7 +322,7 @@ static void run_threadless(struct server *s)
 {
     unsigned alive = 0;
     for (unsigned i = 0; i < s->nloops; i++)
-        if (!s->loops[i]->started && !s->loops[i]->ran) {
+        if (!s->loops[i]->started && !atomics_load_relaxed(&s->loops[i]->ran)) {
             loop_begin(s->loops[i]);
             s->loops[i]->started = 2; /* run here, nothing to join */
             alive++;
@@ -361,7 +362,7 @@ void server_free(struct server *s)
         if (l == NULL)
             continue;
         if (l->uv_ready) {
-            if (!l->ran)
+            if (!atomics_load_relaxed(&l->ran))
                 uv_walk(&l->uv, walk_close, NULL); /* never ran: close its handles */
             uv_run(&l->uv, UV_RUN_DEFAULT);         /* close callbacks left */
             if (uv_loop_close(&l->uv) != 0)
