@@ -104,31 +104,6 @@ wait_ready() {
     return 1
 }
 
-nginx_conf() { # nginx_conf DIR PORT
-    mkdir -p "$1/logs"
-    cat >"$1/nginx.conf" <<EOF
-daemon off;
-master_process off; # one process: callgrind follows no children
-worker_processes 1;
-pid $1/nginx.pid;
-error_log $1/logs/error.log;
-events { worker_connections 1024; }
-http {
-    access_log off;
-    keepalive_requests 100000000;
-    client_body_temp_path $1/body;
-    proxy_temp_path $1/proxy;
-    fastcgi_temp_path $1/fastcgi;
-    uwsgi_temp_path $1/uwsgi;
-    scgi_temp_path $1/scgi;
-    server {
-        listen 127.0.0.1:$2;
-        location = /ping { return 200 "pong"; }
-    }
-}
-EOF
-}
-
 # ir_of SERVER MIX REQUESTS: total Ir of a fresh server that answered REQUESTS requests
 ir_of() {
     local server=$1 mix=$2 n=$3 port pid log out cmd=()
@@ -141,7 +116,8 @@ ir_of() {
     async-server) cmd=("$BUILD/async-server" --threads 1 --port "$port") ;;
     actor-server) cmd=("$BUILD/actor-server" --threads 1 --port "$port" "${actor_args[@]}") ;;
     nginx)
-        nginx_conf "$tmp/nginx" "$port"
+        # one process: callgrind follows no children
+        bench_nginx_conf "$tmp/nginx" "$port" 1024 "master_process off;"
         cmd=("$NGINX" -p "$tmp/nginx" -c "$tmp/nginx/nginx.conf")
         ;;
     esac

@@ -52,13 +52,15 @@ bench_wait_port() {
     return 1
 }
 
-# bench_nginx_conf DIR PORT [WORKER_CONNECTIONS]: writes DIR/nginx.conf for the peer
+# bench_nginx_conf DIR PORT [WORKER_CONNECTIONS] [MAIN_DIRECTIVES]: writes DIR/nginx.conf for the peer
 # server of the comparisons: one worker, daemon off, own prefix and pid file, access_log
 # off, `location = /ping { return 200 "pong"; }`, keep-alive connections never closed
-# for their request count (as our servers). Run it with: nginx -p DIR -c DIR/nginx.conf
+# for their request count (as our servers); MAIN_DIRECTIVES go first (e.g. "master_process
+# off;"). Run it with: nginx -p DIR -c DIR/nginx.conf
 bench_nginx_conf() {
     mkdir -p "$1/logs"
     cat >"$1/nginx.conf" <<EOC
+${4:-}
 worker_processes 1;
 worker_rlimit_nofile ${3:-4096};
 daemon off;
