@@ -32,22 +32,19 @@ void config_usage(void *fp)
         "  --rate R             total requests/s over all threads and agents; 0 = closed\n"
         "                       loop (default 0)\n"
         "  --arrivals even|poisson  spacing of planned sends at a constant rate (default even)\n"
-        "  --tick auto|D        constant rate: the loop wakes for its timer at most once per\n"
-        "                       tick and then sends every request that is due (any other\n"
-        "                       wake-up, e.g. a response, sends what is due too). A timer\n"
-        "                       wake-up costs 18-30 us of CPU on a small VM, more than a\n"
-        "                       request, so the tick decides what constant rate costs; the\n"
-        "                       send lag it can add is up to one tick. auto (default):\n"
-        "                       with --io uring (responses do not wake the loop) 16\n"
-        "                       requests due per timer wake-up (16 / the rate per thread),\n"
-        "                       within 50us..500us, and 50us when a thread's rate is under\n"
-        "                       4,000 req/s (a coarser tick would batch little); with epoll\n"
-        "                       50us (every response wakes the loop and sends what is due;\n"
-        "                       there a coarser tick cut CPU but lifted the send lag p99\n"
-        "                       past 1 ms on a 2-vCPU VM: bench/NOTES.md). D: that\n"
-        "                       tick, e.g. 50us, 1ms; 0 = wake at every planned time (most\n"
-        "                       precise, costliest). Max 100ms. The tick used is in --json\n"
-        "                       (tick_us, tick_auto).\n"
+        "  --tick auto|D        constant rate: the loop sleeps until the next tick, then\n"
+        "                       reads every response that arrived (each timed by the\n"
+        "                       kernel's receive timestamp) and sends every request that\n"
+        "                       is due; a response wakes it only when nothing is\n"
+        "                       scheduled (all connections busy). A wake-up costs 18-30 us\n"
+        "                       of CPU on a small VM, more than a request, so the tick\n"
+        "                       decides what constant rate costs; the send lag it adds is\n"
+        "                       up to one tick. auto (default): 16 requests due per\n"
+        "                       wake-up (16 / the rate per thread) within 50us..500us, and\n"
+        "                       50us when a thread's rate is under 4,000 req/s (a coarser\n"
+        "                       tick would batch little). D: that tick, e.g. 50us, 1ms;\n"
+        "                       0 = wake at every planned time (most precise, costliest).\n"
+        "                       Max 100ms. The tick used is in --json (tick_us, tick_auto).\n"
         "  --pipeline N         requests in flight per connection (default 1, max 64)\n"
         "  --timeout D          a response later than this is a timeout error (default 10s)\n"
         "  --io epoll|uring|auto  socket I/O (default epoll): epoll through libuv (a read\n"
@@ -347,16 +344,14 @@ int config_parse(int argc, char **argv, const char *env_bearer, struct config *c
                  cfg->threads);
         return -EINVAL;
     }
-    config_pick_tick(cfg, cfg->io != IO_EPOLL);
+    config_pick_tick(cfg);
     return 0;
 }
 
-void config_pick_tick(struct config *cfg, int uring)
+void config_pick_tick(struct config *cfg)
 {
-    if (!cfg->tick_auto)
-        return;
-    cfg->tick_ns = uring ? config_auto_tick_ns(cfg->rate, cfg->agent_count * cfg->threads)
-                         : CONFIG_TICK_AUTO_MIN_NS;
+    if (cfg->tick_auto)
+        cfg->tick_ns = config_auto_tick_ns(cfg->rate, cfg->agent_count * cfg->threads);
 }
 
 uint64_t config_auto_tick_ns(double rate, unsigned streams)

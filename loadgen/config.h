@@ -12,11 +12,9 @@
 #define CONFIG_MAX_THREADS 256
 
 #define CONFIG_MAX_TICK_NS 100000000ull     /* 100 ms */
-/* --tick auto (the default): with io_uring, where responses do not wake the loop, each
- * timer wake-up should find CONFIG_TICK_AUTO_REQS requests due, within [MIN, MAX]
- * (config_auto_tick_ns); with epoll, where every response wakes the loop and sends what is
- * due, MIN (a coarser tick there cut CPU but lifted the send lag p99 past SPEC section
- * 8's 1 ms on a 2-vCPU VM: bench/NOTES.md). */
+/* --tick auto (the default): responses do not wake the loop at a constant rate (io_uring
+ * and epoll alike), so each tick should find CONFIG_TICK_AUTO_REQS requests due, within
+ * [MIN, MAX] (config_auto_tick_ns). */
 #define CONFIG_TICK_AUTO_MIN_NS 50000ull    /* 50 us */
 #define CONFIG_TICK_AUTO_MAX_NS 500000ull   /* 500 us: the tick's own lag, half of 1 ms */
 #define CONFIG_TICK_AUTO_REQS 16
@@ -82,10 +80,8 @@ int config_check_start_at(double start_at, double now_s, char *err, size_t errle
  * on average (r < 2 / MAX: a coarser tick would add send lag and save few wake-ups), and
  * in closed loop (rate 0). Pure. */
 uint64_t config_auto_tick_ns(double rate, unsigned streams);
-/* Sets cfg->tick_ns when cfg->tick_auto: config_auto_tick_ns for io_uring (`uring`
- * nonzero), CONFIG_TICK_AUTO_MIN_NS for epoll. config_parse calls it with uring = (cfg->io
- * != IO_EPOLL); main calls it again once --io auto is resolved. */
-void config_pick_tick(struct config *cfg, int uring);
+/* Sets cfg->tick_ns to config_auto_tick_ns when cfg->tick_auto (config_parse calls it). */
+void config_pick_tick(struct config *cfg);
 /* Prints the usage text to f. */
 void config_usage(void *f);
 

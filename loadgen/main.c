@@ -137,7 +137,6 @@ int main(int argc, char **argv)
     if (use_uring < 0)
         return 1;
     sh.use_uring = use_uring;
-    config_pick_tick(&cfg, use_uring); /* --io auto is resolved now */
     char hostname[256] = "";
     gethostname(hostname, sizeof hostname - 1);
 

@@ -4,8 +4,12 @@
  * this wake-up with one write. Closed loop: a completed response renders the next request
  * into its connection's buffer; the turn writes it. I/O: io_uring (recv/send for every
  * connection handed to the kernel in one io_uring_enter per wake-up, which also waits with
- * a ns timeout) or libuv's epoll (a read and a write per connection, a timerfd tick).
- * libuv always does connects, closes and the ms timers. No malloc per request. Every
+ * a ns timeout) or epoll. Closed loop on epoll: libuv reads every socket as it becomes
+ * readable. Constant rate on epoll (tick loop): the sockets sit in an epoll set of the
+ * worker's own, outside libuv's, so responses do not wake the thread; it sleeps until the
+ * next tick (epoll_pwait2), then reads every readable socket with recvmsg, timing each
+ * response by its kernel receive timestamp, and sends what is due. libuv always does
+ * connects, closes, partial writes and the ms timers. No malloc per request. Every
  * request is accounted once: completed, or lost to the error class of the event that
  * ended its connection (read, write, timeout, parse). */
 #include "worker.h"
@@ -16,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
@@ -111,17 +116,22 @@ struct worker {
     uint64_t blocked_ns;      /* last turn that found requests due and no free connection */
     uint64_t wake_ns;         /* when the next turn must run for the schedule; 0 = none */
     uint64_t tick_ns;
-    uv_check_t turn;          /* epoll: the turn after each poll phase */
-    int tfd;                  /* epoll: the tick timerfd */
-    uv_poll_t tick;
-    uint64_t armed_ns;
+    uv_check_t turn;          /* epoll, closed loop: the turn after each poll phase */
+    /* epoll at constant rate: the tick loop */
+    int tick_loop;
+    int sock_epfd;            /* the open sockets (EPOLLIN), read once per wake-up */
+    int wait_epfd;            /* what the loop sleeps on: libuv's fd, and sock_epfd while
+                               * wake_ns is 0 (wake on the next response) */
+    int sock_armed;           /* sock_epfd is in wait_epfd */
+    struct epoll_event *events;
     /* io_uring */
     struct uring uring;
     unsigned ops_pending;     /* recv and send submissions not yet completed */
     int uv_due;               /* libuv's backend fd is readable: run its loop once */
     int uv_tfd;               /* timerfd at libuv's next timer (no timeout on the waits) */
     uint64_t uv_armed_ns;
-    int rx_stamps;            /* responses timed by the kernel's receive timestamps */
+    int rx_stamps;            /* io_uring, tick loop: responses timed by the kernel's
+                               * receive timestamps */
     int64_t real_minus_mono;  /* CLOCK_REALTIME - timebase, ns, at this wake-up */
     uv_timer_t end_timer;
     uv_timer_t housekeeping;
@@ -362,20 +372,6 @@ static void dispatch_due(struct worker *w, uint64_t now_ns)
         w->wake_ns = 0; /* due, no free connection: the next completion runs a turn */
 }
 
-/* epoll: arms the timerfd for wake_ns; one timerfd_settime per tick at most. */
-static void tick_arm(struct worker *w)
-{
-    if (w->wake_ns == w->armed_ns)
-        return;
-    struct itimerspec its = {0};
-    if (w->wake_ns) {
-        its.it_value.tv_sec = (time_t)(w->wake_ns / 1000000000u);
-        its.it_value.tv_nsec = (long)(w->wake_ns % 1000000000u);
-    }
-    timerfd_settime(w->tfd, TFD_TIMER_ABSTIME, &its, NULL);
-    w->armed_ns = w->wake_ns;
-}
-
 /* The end of every wake-up: send what is due, then one write per touched connection. */
 static void worker_turn(struct worker *w)
 {
@@ -390,20 +386,7 @@ static void worker_turn(struct worker *w)
 
 static void on_turn(uv_check_t *h)
 {
-    struct worker *w = h->data;
-    worker_turn(w);
-    if (!w->closed_loop && !w->stopping)
-        tick_arm(w);
-}
-
-static void on_tick(uv_poll_t *h, int status, int events)
-{
-    struct worker *w = h->data;
-    uint64_t expirations;
-    if (read(w->tfd, &expirations, sizeof expirations) < 0) {
-        /* EAGAIN: spurious wake-up; nothing to clear. */
-    }
-    w->armed_ns = 0; /* on_turn, right after this poll phase, sends and re-arms */
+    worker_turn(h->data);
 }
 
 /* A connection has room again (connected, or a response completed). */
@@ -523,20 +506,26 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
 
 /* ---- io_uring completions ---- */
 
+/* Points c->msg at rbuf and an empty control buffer for a recvmsg with a timestamp. */
+static void conn_msg_prepare(struct conn *c)
+{
+    c->iov.iov_base = c->rbuf;
+    c->iov.iov_len = sizeof c->rbuf;
+    memset(&c->msg, 0, sizeof c->msg);
+    c->msg.msg_iov = &c->iov;
+    c->msg.msg_iovlen = 1;
+    memset(c->cbuf, 0, sizeof c->cbuf); /* no stale timestamp if none is written */
+    c->msg.msg_control = c->cbuf;
+    c->msg.msg_controllen = sizeof c->cbuf;
+}
+
 static void conn_post_recv(struct conn *c)
 {
     struct worker *w = c->w;
     if (c->recv_pending || c->state != CONN_OPEN)
         return; /* a stale recv still owns rbuf: its completion posts this one */
     if (w->rx_stamps) {
-        c->iov.iov_base = c->rbuf;
-        c->iov.iov_len = sizeof c->rbuf;
-        memset(&c->msg, 0, sizeof c->msg);
-        c->msg.msg_iov = &c->iov;
-        c->msg.msg_iovlen = 1;
-        memset(c->cbuf, 0, sizeof c->cbuf); /* no stale timestamp if none is written */
-        c->msg.msg_control = c->cbuf;
-        c->msg.msg_controllen = sizeof c->cbuf;
+        conn_msg_prepare(c);
         uring_prep_recvmsg(ring_sqe(w), c->fd, &c->msg, ring_data(c, OP_RECV));
     } else {
         uring_prep_recv(ring_sqe(w), c->fd, c->rbuf, sizeof c->rbuf, ring_data(c, OP_RECV));
@@ -689,8 +678,10 @@ static void conn_close(struct conn *c, int reconnect)
         if (c->wpending)
             uring_prep_cancel(ring_sqe(w), ring_data(c, OP_SEND), ring_data(c, OP_CANCEL));
         uring_submit(&w->uring);
-        c->gen++;
-        c->fd = -1;
+    }
+    if ((w->use_uring || w->tick_loop) && c->state == CONN_OPEN) {
+        c->gen++; /* events already reported for this socket are stale */
+        c->fd = -1; /* closing it leaves sock_epfd too */
     }
     c->state = CONN_CLOSING;
     c->close_after = reconnect ? 0 : 2;
@@ -700,7 +691,7 @@ static void conn_close(struct conn *c, int reconnect)
 static void conn_start_reading(struct conn *c)
 {
     struct worker *w = c->w;
-    if (w->use_uring) {
+    if (w->use_uring || w->tick_loop) {
         uv_os_fd_t fd;
         if (uv_fileno((uv_handle_t *)&c->tcp, &fd) < 0) {
             count_error(w, STATS_ERR_READ, 1);
@@ -710,8 +701,16 @@ static void conn_start_reading(struct conn *c)
         c->fd = fd;
         int on = 1;
         if (w->rx_stamps && setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on) < 0)
-            w->rx_stamps = 0; /* then responses are timed at wake-up, as with epoll */
-        conn_post_recv(c);
+            w->rx_stamps = 0; /* then responses are timed at wake-up */
+        if (w->use_uring) {
+            conn_post_recv(c);
+            return;
+        }
+        struct epoll_event ev = {.events = EPOLLIN, .data.u64 = ring_data(c, OP_RECV)};
+        if (epoll_ctl(w->sock_epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+            count_error(w, STATS_ERR_READ, 1);
+            conn_close(c, 1);
+        }
         return;
     }
     if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) < 0) {
@@ -814,11 +813,8 @@ static void worker_stop(struct worker *w)
             conn_close(c, 0);
         uv_close((uv_handle_t *)&c->retry, NULL);
     }
-    if (!w->use_uring) {
+    if (!w->use_uring && !w->tick_loop)
         uv_close((uv_handle_t *)&w->turn, NULL);
-        if (!w->closed_loop)
-            uv_close((uv_handle_t *)&w->tick, NULL);
-    }
     uv_close((uv_handle_t *)&w->end_timer, NULL);
     uv_close((uv_handle_t *)&w->housekeeping, NULL);
 }
@@ -873,6 +869,18 @@ static void uv_timer_sync(struct worker *w)
     w->uv_armed_ns = at;
 }
 
+/* A wake-up of the io_uring or tick loop: now_ns, and with receive timestamps the offset
+ * that converts them (CLOCK_REALTIME) to the timebase clock. */
+static void worker_woke(struct worker *w)
+{
+    w->now_ns = timebase_now_ns();
+    if (w->rx_stamps) {
+        struct timespec rt;
+        clock_gettime(CLOCK_REALTIME, &rt);
+        w->real_minus_mono = (int64_t)rt.tv_sec * 1000000000 + rt.tv_nsec - (int64_t)w->now_ns;
+    }
+}
+
 /* io_uring: the loop. Each pass: one io_uring_enter that submits this pass's sends and
  * recvs and waits, then the completions, libuv when its fd or timer fired, and the turn.
  * Closed loop: wake on any completion. Constant rate: wake at the schedule's next tick,
@@ -904,15 +912,116 @@ static void uring_loop(struct worker *w)
         int rc = uring_enter(&w->uring, min_complete, wait_ns);
         if (rc < 0)
             panic("io_uring_enter: %s", strerror(-rc));
-        w->now_ns = timebase_now_ns();
-        if (w->rx_stamps) {
-            struct timespec rt;
-            clock_gettime(CLOCK_REALTIME, &rt);
-            w->real_minus_mono = (int64_t)rt.tv_sec * 1000000000 + rt.tv_nsec - (int64_t)w->now_ns;
-        }
+        worker_woke(w);
         uring_reap(&w->uring, on_cqe, w);
         if (!w->uv_due)
             worker_turn(w);
+    }
+}
+
+/* ---- epoll at constant rate: the tick loop ---- */
+
+/* Reads everything c's socket holds (it was reported readable), each read timed by its
+ * kernel receive timestamp; stops at a short read (level-triggered: more is reported at
+ * the next wake-up), at EAGAIN, or when c closes. */
+static void conn_read_all(struct conn *c, uint64_t wake)
+{
+    struct worker *w = c->w;
+    for (;;) {
+        conn_msg_prepare(c);
+        ssize_t n = recvmsg(c->fd, &c->msg, MSG_DONTWAIT);
+        if (n > 0) {
+            w->now_ns = w->rx_stamps ? conn_rx_time(c, wake) : wake;
+            int rc = conn_on_data(c, c->rbuf, (size_t)n);
+            w->now_ns = wake;
+            if (rc < 0 || (size_t)n < sizeof c->rbuf)
+                return;
+        } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+            conn_read_ended(c, n == 0);
+            return;
+        } else {
+            return;
+        }
+    }
+}
+
+/* Reads every socket that is readable now: one epoll_wait that does not block. */
+static void tick_loop_read(struct worker *w)
+{
+    int n = epoll_wait(w->sock_epfd, w->events, (int)w->nconns, 0);
+    uint64_t wake = w->now_ns;
+    w->wake_time_ns = wake;
+    for (int i = 0; i < n; i++) {
+        uint64_t data = w->events[i].data.u64;
+        struct conn *c = &w->conns[data >> 32];
+        if (((data >> 4) & GEN_MASK) == (c->gen & GEN_MASK) && c->state == CONN_OPEN)
+            conn_read_all(c, wake);
+    }
+}
+
+/* Sleeps on wait_epfd for at most wait_ns (< 0: no limit): epoll_pwait2's ns timeout, or
+ * epoll_wait's ms (rounded up) where the kernel or a seccomp filter refuses it. */
+static int tick_loop_wait(struct worker *w, struct epoll_event *ev, int max, int64_t wait_ns)
+{
+    static unsigned no_pwait2; /* the same answer in every thread: a benign race */
+    if (!atomics_load_relaxed(&no_pwait2)) {
+        struct timespec ts = {.tv_sec = wait_ns / 1000000000, .tv_nsec = wait_ns % 1000000000};
+        int n = epoll_pwait2(w->wait_epfd, ev, max, wait_ns < 0 ? NULL : &ts, NULL);
+        if (n >= 0 || (errno != ENOSYS && errno != EPERM))
+            return n;
+        atomics_store_relaxed(&no_pwait2, 1);
+    }
+    return epoll_wait(w->wait_epfd, ev, max,
+                      wait_ns < 0 ? -1 : (int)((wait_ns + 999999) / 1000000));
+}
+
+/* Whether the next response should wake the loop (wake_ns 0: nothing is scheduled before
+ * a connection frees up, or the schedule has ended). */
+static void tick_loop_arm_sockets(struct worker *w, int on)
+{
+    if (on == w->sock_armed)
+        return;
+    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = 1};
+    if (epoll_ctl(w->wait_epfd, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, w->sock_epfd, &ev) < 0)
+        panic("epoll_ctl: %s", strerror(errno));
+    w->sock_armed = on;
+}
+
+/* The loop at a constant rate on epoll. Each pass: sleep until the schedule's next tick
+ * (or libuv's next timer, or libuv's fd), read every readable socket, run libuv when it
+ * has work, then the turn. A response does not wake the thread unless nothing is
+ * scheduled (wake_ns 0): then the sockets join the wait. */
+static void tick_loop(struct worker *w)
+{
+    struct epoll_event ev[2];
+    struct epoll_event uvev = {.events = EPOLLIN, .data.u64 = 0};
+    if (epoll_ctl(w->wait_epfd, EPOLL_CTL_ADD, uv_backend_fd(&w->loop), &uvev) < 0)
+        panic("epoll_ctl: %s", strerror(errno));
+    for (;;) {
+        tick_loop_arm_sockets(w, w->wake_ns == 0);
+        uv_update_time(&w->loop);
+        int uv_ms = uv_backend_timeout(&w->loop);
+        int64_t wait_ns = -1;
+        if (w->wake_ns) {
+            uint64_t now = timebase_now_ns();
+            wait_ns = w->wake_ns > now ? (int64_t)(w->wake_ns - now) : 0;
+        }
+        if (uv_ms >= 0 && (wait_ns < 0 || (int64_t)uv_ms * 1000000 < wait_ns))
+            wait_ns = (int64_t)uv_ms * 1000000;
+        int n = tick_loop_wait(w, ev, 2, wait_ns);
+        if (n < 0 && errno != EINTR)
+            panic("epoll_wait: %s", strerror(errno));
+        worker_woke(w);
+        tick_loop_read(w);
+        int uv_ready = 0;
+        for (int i = 0; i < n; i++)
+            uv_ready |= ev[i].data.u64 == 0;
+        uv_update_time(&w->loop);
+        if (uv_ready || uv_backend_timeout(&w->loop) == 0)
+            uv_run(&w->loop, UV_RUN_NOWAIT);
+        if (w->stopping)
+            break;
+        worker_turn(w);
     }
 }
 
@@ -934,6 +1043,10 @@ static void worker_abort(struct worker *w)
         uring_exit(&w->uring); /* queued recvs were never submitted */
         close(w->uv_tfd);
     }
+    if (w->tick_loop) {
+        close(w->sock_epfd);
+        close(w->wait_epfd);
+    }
 }
 
 static void *worker_main(void *arg)
@@ -941,8 +1054,10 @@ static void *worker_main(void *arg)
     struct worker *w = arg;
     struct worker_shared *sh = w->sh;
     const struct config *cfg = w->cfg;
-    /* Coalesce the kernel's own timeouts (epoll, io_uring waits) to the tick. */
-    prctl(PR_SET_TIMERSLACK, cfg->tick_ns ? (unsigned long)cfg->tick_ns : 1UL, 0, 0, 0);
+    /* io_uring: coalesce the kernel's own timeouts to the tick. The tick loop sleeps until
+     * the tick exactly (its lag would grow by the slack). */
+    unsigned long slack = w->tick_loop || cfg->tick_ns == 0 ? 1UL : (unsigned long)cfg->tick_ns;
+    prctl(PR_SET_TIMERSLACK, slack, 0, 0, 0);
     if (uv_loop_init(&w->loop) < 0)
         panic("uv_loop_init failed");
     if (w->use_uring) {
@@ -953,6 +1068,13 @@ static void *worker_main(void *arg)
         if (w->uv_tfd < 0)
             panic("timerfd_create: %s", strerror(errno));
         w->rx_stamps = !w->closed_loop;
+    }
+    if (w->tick_loop) {
+        w->sock_epfd = epoll_create1(EPOLL_CLOEXEC);
+        w->wait_epfd = epoll_create1(EPOLL_CLOEXEC);
+        if (w->sock_epfd < 0 || w->wait_epfd < 0)
+            panic("epoll_create1: %s", strerror(errno));
+        w->rx_stamps = 1;
     }
     w->pending_connects = w->nconns;
     for (unsigned i = 0; i < w->nconns; i++) {
@@ -998,16 +1120,8 @@ static void *worker_main(void *arg)
         plan_init(&w->plan, cfg->arrivals, cfg->rate,
                   plan_stream(cfg->agent_index, cfg->agent_count, w->id), streams, start,
                   cfg->seed);
-        if (!w->use_uring) {
-            w->tfd = timerfd_create(TIMEBASE_CLOCK, TFD_NONBLOCK | TFD_CLOEXEC);
-            if (w->tfd < 0)
-                panic("timerfd_create: %s", strerror(errno));
-            uv_poll_init(&w->loop, &w->tick, w->tfd);
-            w->tick.data = w;
-            uv_poll_start(&w->tick, UV_READABLE, on_tick);
-        }
     }
-    if (!w->use_uring) {
+    if (!w->use_uring && !w->tick_loop) {
         uv_check_init(&w->loop, &w->turn);
         w->turn.data = w;
         uv_check_start(&w->turn, on_turn);
@@ -1025,12 +1139,13 @@ static void *worker_main(void *arg)
         uv_run(&w->loop, UV_RUN_NOWAIT); /* nothing left; keeps uv_loop_close honest */
         uring_exit(&w->uring);
         close(w->uv_tfd);
+    } else if (w->tick_loop) {
+        tick_loop(w);
+        uv_run(&w->loop, UV_RUN_DEFAULT); /* the closes worker_stop began */
+        close(w->sock_epfd);
+        close(w->wait_epfd);
     } else {
-        if (!w->closed_loop)
-            tick_arm(w);
         uv_run(&w->loop, UV_RUN_DEFAULT);
-        if (!w->closed_loop)
-            close(w->tfd);
     }
     if (uv_loop_close(&w->loop) != 0)
         panic("worker %u: handles left open", w->id);
@@ -1061,7 +1176,10 @@ struct worker *worker_new(struct worker_shared *sh, unsigned id, unsigned nconns
     w->closed_loop = cfg->rate <= 0;
     w->use_uring = sh->use_uring;
     w->tick_ns = cfg->tick_ns;
-    w->tfd = -1;
+    w->tick_loop = !w->closed_loop && !w->use_uring;
+    w->sock_epfd = w->wait_epfd = -1;
+    if (w->tick_loop)
+        w->events = xcalloc(nconns, sizeof *w->events);
     llhttp_settings_init(&w->settings);
     w->settings.on_headers_complete = on_headers_complete;
     w->settings.on_message_complete = on_message_complete;
@@ -1103,6 +1221,7 @@ void worker_free(struct worker *w)
     }
     buf_free(&w->scratch);
     stats_free(&w->stats);
+    free(w->events);
     free(w->touched);
     free(w->ready);
     free(w->conns);

@@ -166,12 +166,16 @@ done
     --connections 8 --tick 1ms --json "$TMP/tick1ms.json" --quiet
 "$LOADGEN" --url "http://127.0.0.1:$SERVER_PORT" --rate "$RATE" --duration "$RATE_SECS" \
     --connections 8 --tick 0 --io epoll --json "$TMP/tick0.json" --quiet
-# --tick auto (the default) at AUTO_RATE req/s on one thread: with io_uring 16 / AUTO_RATE
-# capped at 500 us; with epoll 50 us (--io auto: epoll where io_uring is not usable).
+# --tick auto (the default) at AUTO_RATE req/s on one thread: 16 / AUTO_RATE capped at
+# 500 us, with either I/O (--io auto: epoll where io_uring is not usable).
 "$LOADGEN" --url "http://127.0.0.1:$SERVER_PORT" --rate "$AUTO_RATE" --duration "$RATE_SECS" \
     --connections 8 --io auto --json "$TMP/tickauto.json" --quiet
 "$LOADGEN" --url "http://127.0.0.1:$SERVER_PORT" --rate "$AUTO_RATE" --duration "$RATE_SECS" \
     --connections 8 --io epoll --json "$TMP/tickauto-epoll.json" --quiet
+# A response is timed when it arrived, not when the loop reads it: with a 5 ms tick the
+# loop reads a response up to 5 ms after it came, the receive timestamp says when it came.
+"$LOADGEN" --url "http://127.0.0.1:$SERVER_PORT" --rate 200 --duration 2 --tick 5ms \
+    --connections 4 --io epoll --json "$TMP/tick5ms.json" --quiet
 # Two agents splitting one schedule at RATE, started together by --start-at.
 start_at=$(awk -v t="$(date +%s.%N)" 'BEGIN { printf "%.3f", t + 1.5 }')
 agent_pids=()
@@ -203,12 +207,15 @@ check "--tick 1ms: send lag p50 $(jget "$TMP/tick1ms.json" .send_lag_ms.p50) ms 
 check "--tick 1ms and 0: tick_auto false in --json" \
     jtrue -s 'all(.[]; .tick_auto == false)' "$TMP/tick1ms.json" "$TMP/tick0.json"
 A="$TMP/tickauto.json"
-want_tick=$(awk -v r="$AUTO_RATE" -v io="$(jget "$A" .io)" 'BEGIN { t = 16e6 / r; if (t > 500) t = 500; if (t < 50 || r < 4000 || io != "io_uring") t = 50; printf "%d", t + 0.5 }')
-check "--tick auto, epoll, $AUTO_RATE req/s: tick_us $(jget "$TMP/tickauto-epoll.json" .tick_us) = 50, tick_auto true" \
-    jtrue '.tick_auto == true and .tick_us == 50 and .io == "epoll"' "$TMP/tickauto-epoll.json"
-# shellcheck disable=SC2016 # $t is jq's
-check "--tick auto, io $(jget "$A" .io), $AUTO_RATE req/s: tick_us $(jget "$A" .tick_us) = $want_tick (io_uring: 16 requests per tick, within 50-500 us), tick_auto $(jget "$A" .tick_auto)" \
-    jtrue --argjson t "$want_tick" '.tick_auto == true and .tick_us == $t and .tick_us >= 50 and .tick_us <= 500' "$A"
+want_tick=$(awk -v r="$AUTO_RATE" 'BEGIN { t = 16e6 / r; if (t > 500) t = 500; if (t < 50 || r < 4000) t = 50; printf "%d", t + 0.5 }')
+for f in "$A" "$TMP/tickauto-epoll.json"; do
+    # shellcheck disable=SC2016 # $t is jq's
+    check "--tick auto, io $(jget "$f" .io), $AUTO_RATE req/s: tick_us $(jget "$f" .tick_us) = $want_tick (16 requests per tick, within 50-500 us), tick_auto $(jget "$f" .tick_auto)" \
+        jtrue --argjson t "$want_tick" '.tick_auto == true and .tick_us == $t and .tick_us >= 50 and .tick_us <= 500' "$f"
+done
+T5="$TMP/tick5ms.json"
+check "--tick 5ms, epoll: service time p50 $(jget "$T5" .service_time_ms.p50) ms < 2.5 ms (responses timed on arrival, not at the next tick), $(jget "$T5" .requests_completed) completed, no errors" \
+    jtrue '.service_time_ms.p50 < 2.5 and .requests_completed >= 380 and .errors_total == 0 and .io == "epoll"' "$T5"
 got=$(jget "$A" .requests_completed)
 check "--tick auto: completed $got within 1% of $((AUTO_RATE * RATE_SECS)), no errors" \
     bash -c "[[ $(jget "$A" .errors_total) -eq 0 ]] && awk -v g=$got -v w=$((AUTO_RATE * RATE_SECS)) 'BEGIN { d = g - w; if (d < 0) d = -d; exit !(d <= 0.01 * w) }'"

@@ -131,15 +131,15 @@ static void test_tick_io_defaults(void **state)
     assert_int_equal(parse(&cfg, err, sizeof err, "--url", "http://h:1", "--rate", "90000",
                            NULL),
                      0);
-    assert_true(cfg.tick_auto); /* epoll: responses wake the loop; the minimum */
-    assert_int_equal(cfg.tick_ns, CONFIG_TICK_AUTO_MIN_NS);
+    assert_true(cfg.tick_auto); /* epoll: 16 / 90,000 req/s = 177.8 us */
+    assert_int_equal(cfg.tick_ns, 178000);
     assert_int_equal(parse(&cfg, err, sizeof err, "--url", "http://h:1", "--rate", "90000",
                            "--io", "uring", NULL),
                      0);
     assert_true(cfg.tick_auto);
     assert_int_equal(cfg.tick_ns, 178000); /* 16 / 90,000 req/s = 177.8 us */
-    config_pick_tick(&cfg, 0); /* --io auto that fell back to epoll */
-    assert_int_equal(cfg.tick_ns, CONFIG_TICK_AUTO_MIN_NS);
+    config_pick_tick(&cfg); /* idempotent */
+    assert_int_equal(cfg.tick_ns, 178000);
     assert_int_equal(parse(&cfg, err, sizeof err, "--url", "http://h:1", "--rate", "90000",
                            "--threads", "2", "--tick", "auto", "--io", "auto", NULL),
                      0);
@@ -149,12 +149,12 @@ static void test_tick_io_defaults(void **state)
                            "--agent", "0/3", "--io", "uring", NULL),
                      0);
     assert_int_equal(cfg.tick_ns, 500000); /* 30,000 req/s per agent: capped */
-    config_pick_tick(&cfg, 1);
+    config_pick_tick(&cfg);
     assert_int_equal(cfg.tick_ns, 500000);
     assert_int_equal(parse(&cfg, err, sizeof err, "--url", "http://h:1", "--rate", "90000",
                            "--io", "uring", "--tick", "1ms", NULL),
                      0);
-    config_pick_tick(&cfg, 1); /* a fixed tick stays */
+    config_pick_tick(&cfg); /* a fixed tick stays */
     assert_int_equal(cfg.tick_ns, 1000000);
     assert_int_equal(parse(&cfg, err, sizeof err, "--url", "http://h:1", "--tick", "1ms", "--io",
                            "uring", "--agent", "2/3", "--start-at", "1767225600.25",
