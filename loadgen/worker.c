@@ -321,7 +321,9 @@ static void ready_push(struct worker *w, struct conn *c)
     w->ready[w->nready++] = c;
 }
 
-/* The first tick-grid time at or after t: timer wake-ups at most once per tick. */
+/* The first tick-grid time at or after t. The schedule is binned to this grid: a request
+ * planned at t is due at tick_ceil(t), its send lag and latency count from then, and the
+ * loop wakes at most once per tick. */
 static uint64_t tick_ceil(const struct worker *w, uint64_t t)
 {
     uint64_t origin = w->sh->start_ns;
@@ -336,8 +338,8 @@ static uint64_t tick_ceil(const struct worker *w, uint64_t t)
 static void dispatch_due(struct worker *w, uint64_t now_ns)
 {
     for (;;) {
-        uint64_t planned = plan_peek(&w->plan);
-        if (planned > now_ns || planned >= w->end_ns)
+        uint64_t due = tick_ceil(w, plan_peek(&w->plan));
+        if (due > now_ns || due >= w->end_ns)
             break;
         struct conn *c = NULL;
         while (w->nready > 0) {
@@ -352,22 +354,22 @@ static void dispatch_due(struct worker *w, uint64_t now_ns)
             w->blocked_ns = now_ns; /* everything due now waits for a connection */
             break;
         }
-        conn_queue_request(c, planned, now_ns);
+        conn_queue_request(c, due, now_ns);
         if (in_window(w, now_ns)) {
-            uint64_t lag_us = ns_to_us_ceil(now_ns - planned);
+            uint64_t lag_us = ns_to_us_ceil(now_ns - due);
             histogram_record(w->stats.send_lag, lag_us);
-            if (planned <= w->blocked_ns) {
+            if (due <= w->blocked_ns) {
                 w->stats.requests_waited++;
                 histogram_record(w->stats.conn_wait, lag_us);
             }
         }
         plan_advance(&w->plan);
     }
-    uint64_t next = plan_peek(&w->plan);
+    uint64_t next = tick_ceil(w, plan_peek(&w->plan));
     if (next >= w->end_ns)
         w->wake_ns = 0;
     else if (next > now_ns)
-        w->wake_ns = tick_ceil(w, next);
+        w->wake_ns = next;
     else
         w->wake_ns = 0; /* due, no free connection: the next completion runs a turn */
 }
@@ -777,14 +779,14 @@ static void conn_connect(struct conn *c)
 
 /* ---- run control ---- */
 
-/* Constant rate: the planned times inside the window that were never sent. */
+/* Constant rate: the due times inside the window that were never sent. */
 static void count_not_sent(struct worker *w)
 {
     for (;;) {
-        uint64_t planned = plan_peek(&w->plan);
-        if (planned >= w->end_ns)
+        uint64_t due = tick_ceil(w, plan_peek(&w->plan));
+        if (due >= w->end_ns)
             break;
-        if (planned >= w->measure_start_ns)
+        if (due >= w->measure_start_ns)
             w->stats.requests_not_sent++;
         plan_advance(&w->plan);
     }

@@ -176,6 +176,10 @@ done
 # loop reads a response up to 5 ms after it came, the receive timestamp says when it came.
 "$LOADGEN" --url "http://127.0.0.1:$SERVER_PORT" --rate 200 --duration 2 --tick 5ms \
     --connections 4 --io epoll --json "$TMP/tick5ms.json" --quiet
+# The schedule is binned to the tick grid: planned every 6.7 ms, sent at the next 10 ms
+# grid point, which is when they were due (unbinned, the lag would be 0, 3.3 or 6.7 ms).
+"$LOADGEN" --url "http://127.0.0.1:$SERVER_PORT" --rate 150 --duration 2 --tick 10ms \
+    --connections 4 --io epoll --json "$TMP/tick10ms.json" --quiet
 # Two agents splitting one schedule at RATE, started together by --start-at.
 start_at=$(awk -v t="$(date +%s.%N)" 'BEGIN { printf "%.3f", t + 1.5 }')
 agent_pids=()
@@ -214,6 +218,9 @@ for f in "$A" "$TMP/tickauto-epoll.json"; do
         jtrue --argjson t "$want_tick" '.tick_auto == true and .tick_us == $t and .tick_us >= 50 and .tick_us <= 500' "$f"
 done
 T5="$TMP/tick5ms.json"
+T10="$TMP/tick10ms.json"
+check "--tick 10ms at 150 req/s: send lag p50 $(jget "$T10" .send_lag_ms.p50) ms < 1.5 ms and latency p50 $(jget "$T10" .latency_ms.p50) ms < 1.5 ms (due at the grid point), $(jget "$T10" .requests_completed) completed" \
+    jtrue '.send_lag_ms.p50 < 1.5 and .latency_ms.p50 < 1.5 and .requests_completed >= 290 and .requests_not_sent == 0' "$T10"
 check "--tick 5ms, epoll: service time p50 $(jget "$T5" .service_time_ms.p50) ms < 2.5 ms (responses timed on arrival, not at the next tick), $(jget "$T5" .requests_completed) completed, no errors" \
     jtrue '.service_time_ms.p50 < 2.5 and .requests_completed >= 380 and .errors_total == 0 and .io == "epoll"' "$T5"
 got=$(jget "$A" .requests_completed)
