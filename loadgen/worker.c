@@ -64,7 +64,7 @@ struct conn {
     int fd;             /* io_uring: the socket while open */
     unsigned gen;       /* io_uring: bumped at every close; older completions are stale */
     int initial;        /* first connect, before the barrier */
-    int in_ready;       /* on the worker's ready stack */
+    int in_ready;       /* in the worker's ready queue */
     int touched;        /* on the worker's flush list */
     int close_after;    /* the server said Connection: close */
     int recv_pending;   /* io_uring: a recv into rbuf is with the kernel */
@@ -89,8 +89,10 @@ struct worker {
     pthread_t thread;
     uv_loop_t loop;
     struct conn *conns;
-    struct conn **ready; /* stack of connections with room for a request (constant rate) */
-    unsigned nready;
+    struct conn **ready; /* FIFO ring of connections with room for a request (constant
+                          * rate): the longest idle takes the next request, so every
+                          * connection carries its share, as N clients would */
+    unsigned ready_head, nready;
     struct conn **touched; /* connections to flush at the end of this wake-up */
     unsigned ntouched;
     struct stats stats;
@@ -318,7 +320,7 @@ static void ready_push(struct worker *w, struct conn *c)
     if (c->in_ready)
         return;
     c->in_ready = 1;
-    w->ready[w->nready++] = c;
+    w->ready[(w->ready_head + w->nready++) % w->nconns] = c;
 }
 
 /* The first tick-grid time at or after t. The schedule is binned to this grid: a request
@@ -342,12 +344,13 @@ static void dispatch_due(struct worker *w, uint64_t now_ns)
         if (due > now_ns || due >= w->end_ns)
             break;
         struct conn *c = NULL;
-        while (w->nready > 0) {
-            c = w->ready[w->nready - 1];
+        while (w->nready > 0) { /* the head, off the queue; a closed one is dropped */
+            c = w->ready[w->ready_head];
+            c->in_ready = 0;
+            w->ready_head = (w->ready_head + 1) % w->nconns;
+            w->nready--;
             if (conn_has_room(c))
                 break;
-            c->in_ready = 0;
-            w->nready--;
             c = NULL;
         }
         if (c == NULL) {
@@ -355,6 +358,8 @@ static void dispatch_due(struct worker *w, uint64_t now_ns)
             break;
         }
         conn_queue_request(c, due, now_ns);
+        if (conn_has_room(c))
+            ready_push(w, c); /* pipelining: back of the queue, so the load rotates */
         if (in_window(w, now_ns)) {
             uint64_t lag_us = ns_to_us_ceil(now_ns - due);
             histogram_record(w->stats.send_lag, lag_us);

@@ -368,4 +368,48 @@ else
     skip "$ASYNC_SERVER absent: wrk statuses"
 fi
 
+# At a constant rate every connection carries its share (the longest idle connection takes
+# the next request), as N clients would, not the few that answered last: a server that
+# counts requests per connection, 16 connections at 1,000 req/s, and pipelined (4 deep).
+spread() { # ARGS...: loadgen flags; prints "connections min max" of requests per connection
+    python3 - "$LOADGEN" "$@" <<'PY'
+import socket, subprocess, sys, threading
+counts, lock = {}, threading.Lock()
+srv = socket.socket()
+srv.bind(("127.0.0.1", 0))
+srv.listen(64)
+def serve(c, i):
+    buf = b""
+    while True:
+        d = c.recv(65536)
+        if not d:
+            break
+        buf += d
+        n = buf.count(b"\r\n\r\n")
+        if n:
+            buf = buf[buf.rindex(b"\r\n\r\n") + 4:]
+            with lock:
+                counts[i] = counts.get(i, 0) + n
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\npong" * n)
+def accept():
+    i = 0
+    while True:
+        c, _ = srv.accept()
+        i += 1
+        threading.Thread(target=serve, args=(c, i), daemon=True).start()
+threading.Thread(target=accept, daemon=True).start()
+url = "http://127.0.0.1:%d/ping" % srv.getsockname()[1]
+subprocess.run([sys.argv[1], "--url", url, "--quiet", "--json", "/dev/null"] + sys.argv[2:], check=True)
+with lock:
+    v = sorted(counts.values())
+print(len(v), v[0] if v else 0, v[-1] if v else 0)
+PY
+}
+for args in "--pipeline 1" "--pipeline 4"; do
+    # shellcheck disable=SC2086 # word-split flags
+    read -r nc lo hi < <(spread --rate 1000 --duration 1 --connections 16 $args)
+    check "constant rate, 16 connections, $args: all $nc carried requests, $lo to $hi each (within 20% of one another)" \
+        awk -v n="$nc" -v lo="$lo" -v hi="$hi" 'BEGIN { exit !(n == 16 && lo > 0 && hi <= 1.2 * lo) }'
+done
+
 echo "1..$N"
