@@ -4,9 +4,16 @@
 # host in one run: every server pinned to SERVER_CPU with one thread / one worker, the load
 # generator (build/loadgen, closed loop, one thread) on LOADGEN_CPU. For each connection
 # count, ROUNDS rounds with the server order rotated each round, so drift hits every
-# server alike; the figure is the median of the rounds. A figure is valid only when in
-# every round the server was saturated (CPU >= MIN_CPU_PCT) and the load generator was
-# not (CPU < MAX_LOADGEN_PCT) and counted no errors.
+# server alike; the figure is the median of the rounds. Closed loop (the default): a
+# figure is valid only when in every round the server was saturated (CPU >= MIN_CPU_PCT)
+# and the load generator was not (CPU < MAX_LOADGEN_PCT) and counted no errors. RATE=R:
+# every server gets the same offered load, R req/s at a constant rate spread over all the
+# connections (the load generator's CPU per request at a constant rate is what it is in
+# closed loop, so a host whose one load-generator CPU cannot saturate a server can still
+# compare servers at equal load); valid when in every round the rate was held (at least
+# 99% of R), the load generator was below MAX_LOADGEN_PCT and sent on time (send lag p99
+# <= 1 ms, unless more than 1% of requests waited for a free connection, i.e. the server
+# held them), with no errors and every connection open.
 set -euo pipefail
 
 BUILD=${BUILD:-build}
@@ -19,6 +26,7 @@ SERVER_CPU=${SERVER_CPU:-0}
 LOADGEN_CPU=${LOADGEN_CPU:-1}
 MIN_CPU_PCT=${MIN_CPU_PCT:-90}    # server below this: not saturated, figure not valid
 MAX_LOADGEN_PCT=${MAX_LOADGEN_PCT:-90} # load generator at or above this: it may be the limit
+RATE=${RATE:-}                    # empty: closed loop; R: constant rate, R req/s for every server
 NGINX=${NGINX:-$(command -v nginx || echo /usr/sbin/nginx)}
 OUT=${OUT:-$BUILD/bench/conn-scaling-latest.json}
 
@@ -30,6 +38,7 @@ usage() {
     cat <<EOF
 usage: bench/conn-scaling.sh [--help]
 Environment: CONNS="$CONNS" ROUNDS=$ROUNDS DURATION=$DURATION WARMUP=$WARMUP
+  RATE=${RATE:-(closed loop)} (req/s: every server at the same constant rate)
   SERVERS="$SERVERS" SERVER_CPU=$SERVER_CPU LOADGEN_CPU=$LOADGEN_CPU
   MIN_CPU_PCT=$MIN_CPU_PCT MAX_LOADGEN_PCT=$MAX_LOADGEN_PCT NGINX=$NGINX BUILD=$BUILD OUT=$OUT
 A timed benchmark: run it with nothing else on the machine.
@@ -42,7 +51,7 @@ bench_help_only "$@"
 # nginx-light and wrk, installed on demand (no system nginx is started)
 "$here/../scripts/deps.sh" bench
 
-for c in $CONNS $ROUNDS $DURATION $WARMUP; do
+for c in $CONNS $ROUNDS $DURATION $WARMUP ${RATE:+"$RATE"}; do
     [[ $c =~ ^[1-9][0-9]*$ ]] || { echo "conn-scaling.sh: '$c' is not a positive integer" >&2; exit 2; }
 done
 for s in $SERVERS; do
@@ -111,7 +120,7 @@ measure() {
     rm -f "$lg"
     taskset -c "$LOADGEN_CPU" "$BUILD/loadgen" --url "http://127.0.0.1:${port[$s]}/ping" \
         --connections "$c" --threads 1 --warmup "$WARMUP" --duration "$DURATION" \
-        --quiet --json "$lg" 2>"$tmp/lg.err" &
+        --rate "${RATE:-0}" --quiet --json "$lg" 2>"$tmp/lg.err" &
     lgpid=$!
     # The server's CPU over (about) the load generator's measured window: after the
     # warm-up (connections open) until its end, before the connections close.
@@ -131,17 +140,21 @@ measure() {
     jq -c --arg s "$s" --argjson c "$c" --argjson r "$r" --argjson ticks "$((c1 - c0))" \
         --argjson tck "$(getconf CLK_TCK)" --argjson wall "$((t1 - t0))" \
         --arg sys0 "$s0" --arg sys1 "$s1" --argjson minc "$MIN_CPU_PCT" \
-        --argjson maxl "$MAX_LOADGEN_PCT" \
+        --argjson maxl "$MAX_LOADGEN_PCT" --argjson rate "${RATE:-0}" \
         '($sys0 | split(" ") | map(tonumber)) as $a | ($sys1 | split(" ") | map(tonumber)) as $b |
          {server: $s, connections: $c, round: $r,
           rps: (.requests_completed / .elapsed_s),
           server_cpu_pct: (100 * ($ticks / $tck) / ($wall / 1e9)),
           cpu_busy_pct: (if $b[1] > $a[1] then 100 * ($b[0] - $a[0]) / ($b[1] - $a[1]) else null end),
           loadgen_cpu_pct: (100 * .loadgen_cpu_s.total / .elapsed_s),
-          errors: .errors_total, established: .connections_established}
+          errors: .errors_total, established: .connections_established,
+          send_lag_p99_ms: .send_lag_ms.p99,
+          waited_pct: (if $rate > 0 then 100 * .requests_waited_for_connection / ([.requests_sent, 1] | max) else null end)}
          | . + {req_per_cpu_s: (if .server_cpu_pct > 0 then .rps / (.server_cpu_pct / 100) else null end)}
          | . + {why_invalid: ([
-               (if .server_cpu_pct < $minc then "server \(.server_cpu_pct | floor)% CPU" else empty end),
+               (if $rate == 0 and .server_cpu_pct < $minc then "server \(.server_cpu_pct | floor)% CPU" else empty end),
+               (if $rate > 0 and .rps < 0.99 * $rate then "rate not held (\(.rps | floor) of \($rate) req/s)" else empty end),
+               (if $rate > 0 and .send_lag_p99_ms > 1 and .waited_pct <= 1 then "loadgen late: send lag p99 \(.send_lag_p99_ms) ms" else empty end),
                (if .loadgen_cpu_pct >= $maxl then "loadgen \(.loadgen_cpu_pct | floor)% CPU" else empty end),
                (if .errors > 0 then "\(.errors) errors" else empty end),
                (if .established < $c then "\(.established) of \($c) connections" else empty end)
@@ -172,11 +185,14 @@ jq -s --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" --arg host "$(hostname)" \
     --arg nginx "$nginx_v" --arg loadavg "$loadavg" --arg busy "$busy_before" --argjson rounds "$ROUNDS" \
     --argjson dur "$DURATION" --argjson warm "$WARMUP" --argjson minc "$MIN_CPU_PCT" \
     --argjson maxl "$MAX_LOADGEN_PCT" --arg scpu "$SERVER_CPU" --arg lcpu "$LOADGEN_CPU" \
+    --argjson rate "${RATE:-0}" \
     'def median: sort | if length % 2 == 1 then .[length / 2 | floor]
                         else (.[length / 2 - 1] + .[length / 2]) / 2 end;
      {date: $date, host: $host, cores: $cores, kernel: $kernel, commit: $commit,
       nginx: $nginx, loadavg_before: $loadavg, cpu_busy_before: $busy, rounds: $rounds, duration_s: $dur,
       warmup_s: $warm, min_server_cpu_pct: $minc, max_loadgen_cpu_pct: $maxl,
+      mode: (if $rate > 0 then "constant rate" else "closed loop" end),
+      rate_rps: (if $rate > 0 then $rate else null end),
       server_cpu: $scpu, loadgen_cpu: $lcpu, runs: .,
       figures: (group_by([.connections, .server]) | map({
           connections: .[0].connections, server: .[0].server,
@@ -197,8 +213,13 @@ jq -s --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" --arg host "$(hostname)" \
 
 echo "conn-scaling, GET /ping: $(jq -r .date "$OUT")  host $(hostname)  $(nproc) cores  kernel $(uname -r)  commit $commit$dirty"
 echo "nginx $nginx_v  |  load average before: $loadavg  |  busy before start (2 s): $busy_before  |  servers on CPU $SERVER_CPU (1 thread / 1 worker), loadgen on CPU $LOADGEN_CPU"
-echo "build/loadgen closed loop, 1 thread; ${WARMUP}s warm-up + ${DURATION}s measured per run; median of $ROUNDS interleaved rounds"
-echo "valid: server CPU >= $MIN_CPU_PCT%, loadgen CPU < $MAX_LOADGEN_PCT%, no errors, every connection open, in every round"
+if [ -n "$RATE" ]; then
+    echo "build/loadgen at a constant $RATE req/s (every server the same), 1 thread; ${WARMUP}s warm-up + ${DURATION}s measured per run; median of $ROUNDS interleaved rounds"
+    echo "valid: rate held (>= 99%), loadgen CPU < $MAX_LOADGEN_PCT% and send lag p99 <= 1 ms (unless > 1% of requests waited for a connection), no errors, every connection open, in every round"
+else
+    echo "build/loadgen closed loop, 1 thread; ${WARMUP}s warm-up + ${DURATION}s measured per run; median of $ROUNDS interleaved rounds"
+    echo "valid: server CPU >= $MIN_CPU_PCT%, loadgen CPU < $MAX_LOADGEN_PCT%, no errors, every connection open, in every round"
+fi
 printf '%6s %-13s %11s %12s %9s %9s %9s %9s  %s\n' conns server "req/s" "req/CPU-s" "srv CPU" "cpu$SERVER_CPU" "loadgen" "/nginx" validity
 jq -r '.ratios as $r | .figures[] | . as $f |
     ([$r[] | select(.connections == $f.connections)][0][$f.server].ratio // "-") as $ratio |
