@@ -404,6 +404,17 @@ def test_group_commit_flag(tap, actor_path):
                "rc %r: %s" % (p.returncode, err[:300]))
 
 
+def test_serving(tap, label, path, store, threads, workers):
+    """On a fresh server: mixed pipelined clients, concurrent POSTs, SIGTERM under load."""
+    srv = Server(path, store, seed=SEED, threads=threads, args=["--workers", str(workers)]).start()
+    try:
+        test_mixed(tap, label, srv)
+        test_concurrent_posts(tap, label, srv)
+        test_sigterm(tap, label, srv)
+    finally:
+        srv.kill()
+
+
 def limits(stack_bytes, as_bytes):
     """A preexec_fn: the child's default thread stack is stack_bytes (glibc takes it from
     RLIMIT_STACK at start) and its address space at most as_bytes."""
@@ -475,14 +486,7 @@ def main():
     t0 = time.monotonic()
     for workers in (0, 1):
         label = "threads 2 workers %d" % workers
-        srv = Server(path, "memory", seed=SEED, threads=2,
-                     args=["--workers", str(workers)]).start()
-        try:
-            test_mixed(tap, label, srv)
-            test_concurrent_posts(tap, label, srv)
-            test_sigterm(tap, label, srv)
-        finally:
-            srv.kill()
+        test_serving(tap, label, path, "memory", 2, workers)
         test_overload(tap, label + " sqlite", path, workers)
     # Real parallelism (issue 16): 4 I/O loops and 2 workers, so requests cross threads on
     # every hop (loop -> worker i mod 2 -> the store on worker 0 -> back); and 4 loops with
@@ -491,14 +495,7 @@ def main():
     for store, workers in (("memory", 2), ("sqlite", 0)):
         label = "threads 4 workers %d %s" % (workers, store)
         t1 = time.monotonic()
-        srv = Server(path, store, seed=SEED, threads=4,
-                     args=["--workers", str(workers)]).start()
-        try:
-            test_mixed(tap, label, srv)
-            test_concurrent_posts(tap, label, srv)
-            test_sigterm(tap, label, srv)
-        finally:
-            srv.kill()
+        test_serving(tap, label, path, store, 4, workers)
         tap.note("%s took %.1f s" % (label, time.monotonic() - t1))
     t1 = time.monotonic()
     test_overload(tap, "threads 4 workers 2 sqlite", path, 2, threads=4)

@@ -912,12 +912,12 @@ static void test_thread_sched_local_sends(void **state)
     assert_int_equal(pa.went_remote, 0); /* every a -> b send took the local half */
     assert_int_equal(pa.send_fail, 0);
     assert_int_equal(pb.bad_order, 0);
-    assert_int_equal(actor_processed(a), 3000);
-    assert_int_equal(actor_processed(b), 3000);
-    assert_int_equal(actor_depth(a), 0);
-    assert_int_equal(actor_depth(b), 0);
-    actor_free(a);
-    actor_free(b);
+    struct actor *both[] = {a, b};
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(actor_processed(both[i]), 3000);
+        assert_int_equal(actor_depth(both[i]), 0);
+        actor_free(both[i]);
+    }
     sched_free(s);
 }
 
