@@ -456,8 +456,9 @@ def test_thread_failures(tap, path):
     cases = (
         # every thread stack (8 GiB) is larger than the whole address space allowed
         (names[0], 2, limits(8 * gib, base + 4 * gib), "cannot start worker thread 0:"),
-        # room for one 1 GiB stack and a half: the first worker starts, the second fails
-        (names[1], 2, limits(gib, base + gib + gib // 2), "cannot start worker thread 1:"),
+        # room for one 256 MiB stack and a half: the first worker starts, the second fails
+        (names[1], 2, limits(gib // 4, base + (gib // 4) * 3 // 2),
+         "cannot start worker thread 1:"),
         # the architecture has no thread of its own: the loops' threads fail
         (names[2], 0, limits(8 * gib, base + 4 * gib), "cannot start threads:"),
     )
