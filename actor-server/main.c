@@ -11,6 +11,8 @@
  * hop.
  * Backpressure: a loop holds at most INFLIGHT_MAX requests in actors; beyond that, or
  * when any mailbox is full, the request is answered 503 + Retry-After: 1 at once. */
+#include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +43,7 @@ struct actor_loop {
     struct mw_set *set;
     unsigned inflight;
     uv_async_t fin_async;
+    bool fin_ready; /* fin_async initialised (closed by on_fin, or by arch_unwind) */
 };
 
 /* The store actor's state: the store is ctx->store, touched only here. With
@@ -65,6 +68,7 @@ struct actor_state {
     struct actor *store;
     struct store_actor store_state;
     unsigned busy_loops; /* atomic: loops still serving during a stop */
+    bool failed;         /* arch_init failed: only the loops' schedulers are left */
 };
 
 /* A sentinel message: "flush your log buffer if it is old". */
@@ -206,7 +210,8 @@ static void on_request(struct server_loop *l, struct request *req, void *arg)
 {
     struct actor_loop *al = this_loop;
     req->user_data = al;
-    if (al->inflight >= INFLIGHT_MAX || actor_send(al->set->router, req) != 0) {
+    /* al is NULL only on a loop whose architecture failed to start (it is stopping) */
+    if (al == NULL || al->inflight >= INFLIGHT_MAX || actor_send(al->set->router, req) != 0) {
         set_overloaded(req);
         counter_inc(&server_loop_metrics(l)->overload_rejections);
         server_respond(l, req);
@@ -220,20 +225,23 @@ static void loop_init(struct server_loop *l, void *arg)
 {
     struct actor_loop *al = server_loop_data(l);
     this_loop = al;
-    sched_uv_bind(al->sched);
+    if (al != NULL) /* NULL: arch_init failed and undid itself; the loop only stops */
+        sched_uv_bind(al->sched);
 }
 
 /* After the I/O callbacks of an iteration: run what they sent, so the replies are
  * written in this same iteration. */
 static void before_flush(struct server_loop *l, void *arg)
 {
-    sched_uv_drain(this_loop->sched);
+    if (this_loop != NULL)
+        sched_uv_drain(this_loop->sched);
 }
 
 static void on_tick(struct server_loop *l, void *arg)
 {
     struct actor_loop *al = server_loop_data(l);
-    actor_send(al->set->logger, &tick_msg); /* skipped when full: it is busy anyway */
+    if (al != NULL)
+        actor_send(al->set->logger, &tick_msg); /* skipped when full: it is busy anyway */
 }
 
 static void on_fin(uv_async_t *a)
@@ -249,6 +257,8 @@ static void loop_fini(struct server_loop *l, void *arg)
 {
     struct serve_ctx *ctx = arg;
     struct actor_state *st = ctx->arch;
+    if (st->failed) /* arch_unwind closed the fin handles already */
+        return;
     if (atomics_sub_acq_rel(&st->busy_loops, 1) == 1)
         for (unsigned i = 0; i < st->nloops; i++)
             uv_async_send(&st->loops[i].fin_async);
@@ -266,14 +276,15 @@ static unsigned logger_ring(unsigned loops_per_set)
     return ring;
 }
 
-static struct actor *new_actor(const char *name, actor_fn fn, void *state, struct sched *home,
-                               unsigned ring)
+/* actor_new with a message: 0 and *out, or a negative errno (printed) and *out NULL. */
+static int new_actor(struct actor **out, const char *name, actor_fn fn, void *state,
+                     struct sched *home, unsigned ring)
 {
-    int err = 0;
-    struct actor *a = actor_new(name, fn, state, home, ring, &err);
-    if (a == NULL)
-        panic("actor-server: actor_new(%s): %d", name, err);
-    return a;
+    int err = -ENOMEM;
+    *out = actor_new(name, fn, state, home, ring, &err);
+    if (*out == NULL)
+        fprintf(stderr, "actor-server: cannot create the %s actor: %s\n", name, strerror(-err));
+    return *out != NULL ? 0 : err;
 }
 
 /* One sample of one actor: its mailbox depth (depth != 0) or its processed count. */
@@ -312,6 +323,122 @@ static void metrics_extra(struct buf *out, void *arg)
     }
 }
 
+/* Frees every actor arch_init made (those it got to; the rest are NULL) and the sets'
+ * log buffers. Nobody may send to them any more: worker threads joined, loops not
+ * running. Main thread. */
+static void actors_free(struct actor_state *st)
+{
+    for (unsigned i = 0; i < st->nsets; i++) {
+        struct mw_set *set = &st->sets[i];
+        accesslog_buf_destroy(&set->log);
+        actor_free(set->router);
+        actor_free(set->request_id);
+        actor_free(set->auth);
+        actor_free(set->logger);
+    }
+    actor_free(st->store);
+    for (unsigned i = 0; i < st->nloops; i++)
+        actor_free(st->loops[i].inbox);
+}
+
+/* Undoes a failed arch_init on the main thread, before any loop runs: the worker
+ * threads that started stop, every actor and worker scheduler is freed, and the loops'
+ * schedulers and fin handles are closed; those two live until arch_fini, after the
+ * loops' last turn (serve_main starts and stops them) ran their close callbacks. No
+ * loop keeps architecture data, so the hooks leave the loops alone. */
+static void arch_unwind(struct actor_state *st)
+{
+    for (unsigned w = 0; w < st->nworkers; w++)
+        if (st->workers[w] != NULL)
+            sched_stop_and_join(st->workers[w]);
+    actors_free(st);
+    for (unsigned w = 0; w < st->nworkers; w++) {
+        sched_free(st->workers[w]);
+        st->workers[w] = NULL;
+    }
+    for (unsigned i = 0; i < st->nloops; i++) {
+        struct actor_loop *al = &st->loops[i];
+        server_loop_set_data(al->l, NULL);
+        if (al->sched != NULL)
+            sched_stop_and_join(al->sched); /* nothing ran: closes its async handle */
+        if (al->fin_ready)
+            uv_close((uv_handle_t *)&al->fin_async, NULL);
+    }
+    st->failed = true;
+}
+
+/* Creates the schedulers and actors; 0, or a negative errno with a message printed and
+ * everything undone (arch_unwind). */
+static int arch_build(struct actor_state *st)
+{
+    struct serve_ctx *ctx = st->ctx;
+    int rc;
+
+    /* schedulers: one per loop (its inbox, and the actors with --workers 0), plus workers */
+    for (unsigned i = 0; i < st->nloops; i++) {
+        struct actor_loop *al = &st->loops[i];
+        /* acquire: the loop's scheduler (its async handle) */
+        if ((rc = sched_new_uv(server_loop_uv(al->l), &al->sched)) < 0) {
+            fprintf(stderr, "actor-server: loop %u: cannot create its scheduler: %s\n", i,
+                    uv_strerror(rc));
+            return rc;
+        }
+        /* acquire: the handle that stops that scheduler once every loop is done */
+        if ((rc = uv_async_init(server_loop_uv(al->l), &al->fin_async, on_fin)) < 0) {
+            fprintf(stderr, "actor-server: loop %u: cannot create its stop handle: %s\n", i,
+                    uv_strerror(rc));
+            return rc;
+        }
+        al->fin_ready = true;
+        al->fin_async.data = al;
+        if ((rc = new_actor(&al->inbox, "inbox", inbox_fn, al, al->sched, INBOX_RING)) < 0)
+            return rc;
+    }
+    for (unsigned w = 0; w < st->nworkers; w++) {
+        char name[32];
+        snprintf(name, sizeof name, "actor-w%u", w % 1000);
+        st->workers[w] = sched_new_thread(name);
+    }
+    for (unsigned i = 0; i < st->nsets; i++) {
+        struct mw_set *set = &st->sets[i];
+        struct sched *home = st->nworkers ? st->workers[i] : st->loops[i].sched;
+        rid_seed(&set->rid, now_ns() ^ ((uint64_t)(i + 1) << 40) ^ 0x7f4a7c15u);
+        if ((rc = new_actor(&set->router, "router", router_fn, set, home, MW_RING)) < 0 ||
+            (rc = new_actor(&set->request_id, "request_id", request_id_fn, set, home,
+                            MW_RING)) < 0 ||
+            (rc = new_actor(&set->auth, "auth", auth_fn, set, home, MW_RING)) < 0 ||
+            (rc = new_actor(&set->logger, "logger", logger_fn, set, home,
+                            logger_ring((st->nloops + st->nsets - 1) / st->nsets))) < 0)
+            return rc;
+    }
+    for (unsigned i = 0; i < st->nloops; i++)
+        st->loops[i].set = &st->sets[i % st->nsets];
+    st->store_state.ctx = ctx;
+    st->store_state.group_max = ctx->opt.group_commit;
+    rc = new_actor(&st->store, "store",
+                   st->store_state.group_max > 1 ? store_group_fn : store_fn, &st->store_state,
+                   st->nworkers ? st->workers[0] : st->loops[0].sched, STORE_RING);
+    if (rc < 0)
+        return rc;
+    if (st->store_state.group_max > 1)
+        st->store->batch_end = store_batch_end; /* commits what the run left waiting */
+    for (unsigned i = 0; i < st->nsets; i++) {
+        st->sets[i].store = st->store;
+        st->sets[i].app = &ctx->app;
+    }
+    for (unsigned i = 0; i < st->nloops; i++)
+        if ((rc = sched_start(st->loops[i].sched)) < 0)
+            return rc; /* uv kind: cannot fail (the loop runs it) */
+    /* acquire: the worker threads */
+    for (unsigned w = 0; w < st->nworkers; w++)
+        if ((rc = sched_start(st->workers[w])) < 0) {
+            fprintf(stderr, "actor-server: cannot start worker thread %u: %s\n", w,
+                    strerror(-rc));
+            return rc;
+        }
+    return 0;
+}
+
 static int arch_init(struct serve_ctx *ctx)
 {
     struct actor_state *st = xcalloc(1, sizeof *st);
@@ -324,79 +451,37 @@ static int arch_init(struct serve_ctx *ctx)
     st->loops = xcalloc(st->nloops, sizeof *st->loops);
     st->sets = xcalloc(st->nsets, sizeof *st->sets);
     st->workers = xcalloc(st->nworkers ? st->nworkers : 1, sizeof *st->workers);
-
-    /* schedulers: one per loop (its inbox, and the actors with --workers 0), plus workers */
     for (unsigned i = 0; i < st->nloops; i++) {
         struct actor_loop *al = &st->loops[i];
         al->ctx = ctx;
         al->l = server_loop_at(ctx->srv, i);
-        al->sched = sched_new_uv(server_loop_uv(al->l));
-        uv_async_init(server_loop_uv(al->l), &al->fin_async, on_fin);
-        al->fin_async.data = al;
-        al->inbox = new_actor("inbox", inbox_fn, al, al->sched, INBOX_RING);
         server_loop_set_data(al->l, al);
     }
-    for (unsigned w = 0; w < st->nworkers; w++) {
-        char name[32];
-        snprintf(name, sizeof name, "actor-w%u", w % 1000);
-        st->workers[w] = sched_new_thread(name);
-    }
-    for (unsigned i = 0; i < st->nsets; i++) {
-        struct mw_set *set = &st->sets[i];
-        struct sched *home = st->nworkers ? st->workers[i] : st->loops[i].sched;
-        rid_seed(&set->rid, now_ns() ^ ((uint64_t)(i + 1) << 40) ^ 0x7f4a7c15u);
-        accesslog_buf_init(&set->log, &ctx->log);
-        set->router = new_actor("router", router_fn, set, home, MW_RING);
-        set->request_id = new_actor("request_id", request_id_fn, set, home, MW_RING);
-        set->auth = new_actor("auth", auth_fn, set, home, MW_RING);
-        set->logger = new_actor("logger", logger_fn, set, home,
-                                logger_ring((st->nloops + st->nsets - 1) / st->nsets));
-    }
-    for (unsigned i = 0; i < st->nloops; i++)
-        st->loops[i].set = &st->sets[i % st->nsets];
-    st->store_state.ctx = ctx;
-    st->store_state.group_max = ctx->opt.group_commit;
-    st->store = new_actor("store", st->store_state.group_max > 1 ? store_group_fn : store_fn,
-                          &st->store_state,
-                          st->nworkers ? st->workers[0] : st->loops[0].sched, STORE_RING);
-    if (st->store_state.group_max > 1)
-        st->store->batch_end = store_batch_end; /* commits what the run left waiting */
-    for (unsigned i = 0; i < st->nsets; i++) {
-        st->sets[i].store = st->store;
-        st->sets[i].app = &ctx->app;
-    }
-    for (unsigned i = 0; i < st->nloops; i++)
-        sched_start(st->loops[i].sched);
-    for (unsigned w = 0; w < st->nworkers; w++) {
-        int rc = sched_start(st->workers[w]);
-        if (rc < 0) {
-            fprintf(stderr, "actor-server: cannot start worker %u: %s\n", w, strerror(-rc));
-            return rc;
-        }
+    for (unsigned i = 0; i < st->nsets; i++)
+        accesslog_buf_init(&st->sets[i].log, &ctx->log);
+
+    int rc = arch_build(st);
+    if (rc < 0) {
+        arch_unwind(st);
+        return rc;
     }
     ctx->registry.extra = metrics_extra;
     ctx->registry.extra_ctx = st;
     return 0;
 }
 
+/* After the loops ran to their end: the workers stop, then everything arch_init made is
+ * freed (after a failed init, only the loops' schedulers were left). */
 static void arch_fini(struct serve_ctx *ctx)
 {
     struct actor_state *st = ctx->arch;
-    for (unsigned w = 0; w < st->nworkers; w++)
-        sched_stop_and_join(st->workers[w]);
-    for (unsigned i = 0; i < st->nsets; i++) {
-        struct mw_set *set = &st->sets[i];
-        accesslog_buf_destroy(&set->log);
-        actor_free(set->router);
-        actor_free(set->request_id);
-        actor_free(set->auth);
-        actor_free(set->logger);
+    if (!st->failed) {
+        for (unsigned w = 0; w < st->nworkers; w++)
+            sched_stop_and_join(st->workers[w]);
+        actors_free(st);
     }
-    actor_free(st->store);
-    for (unsigned i = 0; i < st->nloops; i++) {
-        actor_free(st->loops[i].inbox);
+    for (unsigned i = 0; i < st->nloops; i++)
         sched_free(st->loops[i].sched);
-    }
     for (unsigned w = 0; w < st->nworkers; w++)
         sched_free(st->workers[w]);
     free(st->workers);

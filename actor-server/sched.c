@@ -290,20 +290,26 @@ struct sched *sched_new_thread(const char *name)
     return s;
 }
 
-struct sched *sched_new_uv(uv_loop_t *loop)
+int sched_new_uv(uv_loop_t *loop, struct sched **out)
 {
     struct sched *s = sched_alloc(SCHED_UV);
     int rc;
 
+    *out = NULL;
     snprintf(s->name, sizeof(s->name), "uv-loop");
-    /* The loop's wake-up handle; closed by sched_stop_and_join. */
+    /* acquire: the loop's wake-up handle; closed by sched_stop_and_join */
     rc = uv_async_init(loop, &s->async, sched_async_cb);
-    if (rc != 0)
-        panic("sched: uv_async_init: %s", uv_strerror(rc));
+    if (rc != 0) {
+        /* libuv's handle was never registered: nothing to close */
+        mailbox_destroy(&s->runq);
+        free(s);
+        return rc;
+    }
     s->async.data = s;
     /* Idle from the start: the first runnable actor sends the first wake-up. */
     atomics_store_relaxed(&s->idle, IDLE);
-    return s;
+    *out = s;
+    return 0;
 }
 
 void sched_set_batch(struct sched *s, unsigned batch)

@@ -24,8 +24,12 @@ struct sched *sched_new_thread(const char *name);
 
 /* Creates a scheduler bound to loop: actors homed here run on the loop's thread, from a
  * uv_async callback. Must be called on the loop's thread (or before the loop runs). The
- * async handle keeps the loop alive until sched_stop_and_join closes it. */
-struct sched *sched_new_uv(uv_loop_t *loop);
+ * async handle keeps the loop alive until sched_stop_and_join closes it. Returns 0 and
+ * sets *out (the caller frees it with sched_stop_and_join, a loop turn, then
+ * sched_free), or a negative errno from uv_async_init with *out NULL and nothing left
+ * to release (libuv 1.44 on Linux makes a loop's eventfd in uv_loop_init, so it does not
+ * fail there; libuv's contract allows it). Aborts only on OOM. */
+int sched_new_uv(uv_loop_t *loop, struct sched **out);
 
 /* uv kind: declares the calling thread the loop's thread (call it there, once, before
  * the loop serves). From then on, sends made on that thread skip the uv_async_send

@@ -7,10 +7,13 @@
 # burst arrives while the server is frozen (SIGSTOP) and overfills the actors, and SIGTERM
 # under load exits 0 within 2 s; the same POST checks with --group-commit 64 (sqlite), and
 # the --group-commit flag itself (default 1 on both servers, printed in the start-up
-# line; async-server refuses values above 1). Python stdlib only, TAP on stdout; kept
-# under 60 s.
+# line; async-server refuses values above 1); thread creation that fails at start-up
+# (RLIMIT_STACK above RLIMIT_AS: no thread stack fits, or only the first one) ends the
+# process with a message and exit 1, no abort, no hang. Python stdlib only, TAP on
+# stdout; kept under 60 s.
 import os
 import re
+import resource
 import selectors
 import signal
 import socket
@@ -401,6 +404,80 @@ def test_group_commit_flag(tap, actor_path):
                "rc %r: %s" % (p.returncode, err[:300]))
 
 
+def test_serving(tap, label, path, store, threads, workers):
+    """On a fresh server: mixed pipelined clients, concurrent POSTs, SIGTERM under load."""
+    srv = Server(path, store, seed=SEED, threads=threads, args=["--workers", str(workers)]).start()
+    try:
+        test_mixed(tap, label, srv)
+        test_concurrent_posts(tap, label, srv)
+        test_sigterm(tap, label, srv)
+    finally:
+        srv.kill()
+
+
+def limits(stack_bytes, as_bytes):
+    """A preexec_fn: the child's default thread stack is stack_bytes (glibc takes it from
+    RLIMIT_STACK at start) and its address space at most as_bytes."""
+    def apply():
+        resource.setrlimit(resource.RLIMIT_STACK, (stack_bytes, resource.RLIM_INFINITY))
+        resource.setrlimit(resource.RLIMIT_AS, (as_bytes, resource.RLIM_INFINITY))
+    return apply
+
+
+def vm_size_bytes(path, workers):
+    """The address space of a running actor-server with 2 loops and this many workers."""
+    srv = Server(path, "memory", seed=1, threads=2, args=["--workers", str(workers)]).start()
+    try:
+        with open("/proc/%d/status" % srv.proc.pid) as f:
+            for line in f:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) * 1024
+    finally:
+        srv.stop()
+    return 0
+
+
+def test_thread_failures(tap, path):
+    """Thread creation failing at start-up: arch_init undoes what it made (workers that
+    started are joined, actors and schedulers freed), the loops stop, exit 1 with the
+    reason on stderr; never an abort (sched_free aborts on a scheduler left running) nor
+    a hang."""
+    with open(path, "rb") as f:
+        image = f.read()
+    names = ("no worker thread fits", "worker 0 starts, worker 1 does not",
+             "no loop thread fits (--workers 0)")
+    if b"__asan_init" in image or b"__tsan_init" in image:
+        for name in names:
+            tap.skip("thread failure: %s" % name, "a sanitizer runtime needs more address "
+                     "space than RLIMIT_AS leaves")
+        return
+    gib = 1 << 30
+    base = vm_size_bytes(path, 2)  # an upper bound of the process before its threads
+    cases = (
+        # every thread stack (8 GiB) is larger than the whole address space allowed
+        (names[0], 2, limits(8 * gib, base + 4 * gib), "cannot start worker thread 0:"),
+        # room for one 256 MiB stack and a half: the first worker starts, the second fails
+        (names[1], 2, limits(gib // 4, base + (gib // 4) * 3 // 2),
+         "cannot start worker thread 1:"),
+        # the architecture has no thread of its own: the loops' threads fail
+        (names[2], 0, limits(8 * gib, base + 4 * gib), "cannot start threads:"),
+    )
+    for name, workers, preexec, expect in cases:
+        argv = [path, "--port", "0", "--threads", "2", "--workers", str(workers),
+                "--store=memory", "--seed-users", "1"]
+        t0 = time.monotonic()
+        try:
+            p = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, preexec_fn=preexec, timeout=20)
+            rc, err = p.returncode, p.stderr.decode("utf-8", "replace")
+        except subprocess.TimeoutExpired as e:
+            rc, err = None, (e.stderr or b"").decode("utf-8", "replace")
+        dt = time.monotonic() - t0
+        tap.ok(rc == 1 and expect in err and "listening on" not in err,
+               "thread failure: %s: exit 1 with '%s' on stderr, never listening" %
+               (name, expect), "rc %r after %.1f s\n%s" % (rc, dt, err))
+
+
 def main():
     tap = Tap()
     path = os.environ.get("SERVER", os.path.join(BUILD, "actor-server"))
@@ -410,14 +487,7 @@ def main():
     t0 = time.monotonic()
     for workers in (0, 1):
         label = "threads 2 workers %d" % workers
-        srv = Server(path, "memory", seed=SEED, threads=2,
-                     args=["--workers", str(workers)]).start()
-        try:
-            test_mixed(tap, label, srv)
-            test_concurrent_posts(tap, label, srv)
-            test_sigterm(tap, label, srv)
-        finally:
-            srv.kill()
+        test_serving(tap, label, path, "memory", 2, workers)
         test_overload(tap, label + " sqlite", path, workers)
     # Real parallelism (issue 16): 4 I/O loops and 2 workers, so requests cross threads on
     # every hop (loop -> worker i mod 2 -> the store on worker 0 -> back); and 4 loops with
@@ -426,14 +496,7 @@ def main():
     for store, workers in (("memory", 2), ("sqlite", 0)):
         label = "threads 4 workers %d %s" % (workers, store)
         t1 = time.monotonic()
-        srv = Server(path, store, seed=SEED, threads=4,
-                     args=["--workers", str(workers)]).start()
-        try:
-            test_mixed(tap, label, srv)
-            test_concurrent_posts(tap, label, srv)
-            test_sigterm(tap, label, srv)
-        finally:
-            srv.kill()
+        test_serving(tap, label, path, store, 4, workers)
         tap.note("%s took %.1f s" % (label, time.monotonic() - t1))
     t1 = time.monotonic()
     test_overload(tap, "threads 4 workers 2 sqlite", path, 2, threads=4)
@@ -452,6 +515,7 @@ def main():
     test_overload(tap, "threads 2 workers 0 group-commit 64 sqlite", path, 0,
                   ["--group-commit", "64"])
     test_group_commit_flag(tap, path)
+    test_thread_failures(tap, path)
     tap.note("it_actor took %.1f s" % (time.monotonic() - t0))
     tap.finish()
 

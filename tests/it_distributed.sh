@@ -162,18 +162,6 @@ in_s() {
         SSH_OPTS="-F $TMP/ssh_config" AGENT_CPUS="${AGENT_CPUS:-$(nproc --all | awk '{ print ($1 > 1) ? 1 : 0 }')}" \
         AGENT_START_LEAD_SEC=2 timeout --kill-after=5 "$DIST_TIMEOUT_SEC" "$@"
 }
-jqok() {
-    local name=$1 file=$2 filter=$3 got
-    shift 3
-    n=$((n + 1))
-    if jq -e "$@" "$filter" "$file" >/dev/null 2>&1; then
-        echo "ok $n - $name"
-    else
-        got=$(jq -c "$@" "$filter" "$file" 2>&1 | head -c 400 || true)
-        echo "not ok $n - $name (filter: $filter; got: $got)"
-        failed=$((failed + 1))
-    fi
-}
 
 # ---- 1. a constant rate from two hosts, merged ------------------------------------------------
 rc=0
@@ -190,17 +178,17 @@ a0="$run/loadgen-sustain-agent0.json" a1="$run/loadgen-sustain-agent1.json"
 [[ -f "$a0" ]] || echo '{}' >"$a0"
 [[ -f "$a1" ]] || echo '{}' >"$a1"
 half=$((DIST_CONNS / 2))
-jqok "each agent had its share: agent 0/2 and 1/2 of the total rate, $half connections each" "$a0" \
+jqfile "each agent had its share: agent 0/2 and 1/2 of the total rate, $half connections each" "$a0" \
     '.agent_index == 0 and .agent_count == 2 and .connections == $h and $b[0].agent_index == 1 and $b[0].connections == $h
      and all(., $b[0]; .target_rps == $r and .mode == "constant")' \
     --slurpfile b "$a1" --argjson h "$half" --argjson r "$DIST_RATE"
-jqok "merged requests_completed = the sum of the agents'" "$run/loadgen.json" \
+jqfile "merged requests_completed = the sum of the agents'" "$run/loadgen.json" \
     '.requests_completed > 0 and .requests_completed == $a[0].requests_completed + $b[0].requests_completed
      and .merged_from == 2' --slurpfile a "$a0" --slurpfile b "$a1"
-jqok "merged status 200 count and latency count = the agents' sums" "$run/loadgen.json" \
+jqfile "merged status 200 count and latency count = the agents' sums" "$run/loadgen.json" \
     '.status_counts["200"] == $a[0].status_counts["200"] + $b[0].status_counts["200"]
      and .latency_ms.count == $a[0].latency_ms.count + $b[0].latency_ms.count' --slurpfile a "$a0" --slurpfile b "$a1"
-jqok "merged max is the larger agent max; merged p99 lies between the agents' p99" "$run/loadgen.json" \
+jqfile "merged max is the larger agent max; merged p99 lies between the agents' p99" "$run/loadgen.json" \
     '.latency_ms.max == ([$a[0].latency_ms.max, $b[0].latency_ms.max] | max)
      and .latency_ms.p99 >= ([$a[0].latency_ms.p99, $b[0].latency_ms.p99] | min)
      and .latency_ms.p99 <= ([$a[0].latency_ms.p99, $b[0].latency_ms.p99] | max)' --slurpfile a "$a0" --slurpfile b "$a1"
@@ -213,29 +201,29 @@ if [[ -n "$busy" ]]; then
     n=$((n + 1)); echo "ok $n - each agent sent R/2 x the window within 1% # SKIP host too busy: $busy"
     n=$((n + 1)); echo "ok $n - result.json: sustained_rps within 1% of the target # SKIP host too busy: $busy"
 else
-    jqok "each agent sent R/2 x the window within 1%" "$a0" \
+    jqfile "each agent sent R/2 x the window within 1%" "$a0" \
         'all(., $b[0]; ((.requests_sent - $r / 2 * .duration_s) | fabs) <= 0.01 * $r / 2 * .duration_s)' \
         --slurpfile b "$a1" --argjson r "$DIST_RATE"
-    jqok "result.json: sustained_rps (merged) within 1% of the target $DIST_RATE req/s" "$res" \
+    jqfile "result.json: sustained_rps (merged) within 1% of the target $DIST_RATE req/s" "$res" \
         '.failure == null and .target_rps == $r and ((.sustained_rps - $r) | fabs) <= 0.01 * $r and .validity.rate_held == true' \
         --argjson r "$DIST_RATE"
 fi
-jqok "result.json: requests_completed is the merged count" "$res" '.requests_completed == $m[0].requests_completed' \
+jqfile "result.json: requests_completed is the merged count" "$res" '.requests_completed == $m[0].requests_completed' \
     --slurpfile m "$run/loadgen.json"
-jqok "result.json: loadgen_agents[] has both agents' CPU, CPU count, send lag, completions and errors" "$res" \
+jqfile "result.json: loadgen_agents[] has both agents' CPU, CPU count, send lag, completions and errors" "$res" \
     '(.loadgen_agents | length) == 2 and ([.loadgen_agents[].agent_index] == [0, 1])
      and all(.loadgen_agents[]; (.loadgen_cpu_pct | type) == "number" and .cpu_count >= 1
          and (.send_lag_p99_ms | type) == "number" and .requests_completed > 0 and .errors_total == 0
          and (.destination | startswith("root@")) and (.loadgen_bound | type) == "boolean")
      and ([.loadgen_agents[].requests_completed] | add) == .requests_completed'
-jqok "result.json: loadgen_hosts[] with CPU model, cores, kernel, hostname and what was copied" "$res" \
+jqfile "result.json: loadgen_hosts[] with CPU model, cores, kernel, hostname and what was copied" "$res" \
     '(.loadgen_hosts | length) == 2 and all(.loadgen_hosts[]; .cores >= 1 and (.kernel | length) > 0
          and (.hostname | length) > 0 and .arch == $arch and (.copied | map(.file)) == ["build/loadgen", "loadgen-scripts/s1_ping.mix"])' \
     --arg arch "$(uname -m)"
-jqok "clock offsets recorded, within +-round trip/2 of 0 (one clock here), start skew within its bound" "$res" \
+jqfile "clock offsets recorded, within +-round trip/2 of 0 (one clock here), start skew within its bound" "$res" \
     'all(.loadgen_agents[]; (.clock_rtt_ms > 0) and ((.clock_offset_ms | fabs) <= .clock_rtt_ms / 2 + 0.002)
          and .start_skew_ms <= .start_skew_bound_ms)'
-jqok "sustain_loadgen_bound is any agent's" "$res" \
+jqfile "sustain_loadgen_bound is any agent's" "$res" \
     '.validity.sustain_loadgen_bound == any(.loadgen_agents[]; .loadgen_bound)'
 ok "merged histogram.txt is an HdrHistogram spectrum, loadgen.hist.json kept" \
     bash -c "grep -q Percentile '$run/histogram.txt' && jq -e '.format == \"loadgen-hist-1\"' '$run/loadgen.hist.json' >/dev/null"
@@ -287,10 +275,10 @@ merge_via_runner() {
         agents_merge "$LG" "$TMP/syn-C.json" "$TMP/syn-C.hgrm" "$TMP/syn-CC.hist.json" "$TMP/syn-C.hist.json"
 }
 ok "agents_merge (runner/remote.sh) merges the synthetic A and B, and C alone" merge_via_runner
-jqok "merge(A, B) = merge(C): every latency figure and the counters" "$TMP/syn-AB.json" \
+jqfile "merge(A, B) = merge(C): every latency figure and the counters" "$TMP/syn-AB.json" \
     '.latency_ms == $c[0].latency_ms and .requests_completed == $c[0].requests_completed and .send_lag_ms == $c[0].send_lag_ms' \
     --slurpfile c "$TMP/syn-C.json"
-jqok "merge(A, B): p50..p99.99, max and count equal those of the concatenated samples" "$TMP/syn-AB.json" \
+jqfile "merge(A, B): p50..p99.99, max and count equal those of the concatenated samples" "$TMP/syn-AB.json" \
     '.latency_ms as $l | all($w[0] | to_entries[]; $l[.key] == .value)' --slurpfile w "$TMP/syn-want.json"
 ok "merge(A, B) and merge(C) write the same --hgrm spectrum" cmp -s "$TMP/syn-AB.hgrm" "$TMP/syn-C.hgrm"
 
@@ -303,10 +291,10 @@ if [[ $rc -ne 0 ]]; then sed 's/^/# /' "$TMP/run2.err" | tail -n 15; fi
 res2="$RESULTS_DIR/dist-probe/async-mem-s1/result.json"
 mkdir -p "$(dirname "$res2")"
 [[ -f "$res2" ]] || echo '{}' >"$res2"
-jqok "probe: saturation_rps > 0, both agents in probe.loadgen_agents, completions add up" "$res2" \
+jqfile "probe: saturation_rps > 0, both agents in probe.loadgen_agents, completions add up" "$res2" \
     '.saturation_rps > 0 and (.probe.loadgen_agents | length) == 2
      and ([.probe.loadgen_agents[].requests_completed] | add) == .probe.requests_completed'
-jqok "probe: loadgen-bound only when an agent is and the server was not saturated" "$res2" \
+jqfile "probe: loadgen-bound only when an agent is and the server was not saturated" "$res2" \
     '.validity.probe_loadgen_bound == (any(.probe.loadgen_agents[]; .loadgen_bound) and .validity.saturated == false)'
 
 # ---- 4. an agent killed mid-run fails the run, quickly ----------------------------------------
@@ -335,7 +323,7 @@ RUNNER_PID=""
 took=$((SECONDS - t_kill))
 is "the run with a killed agent exits 1" "$rc" 1
 ok "it ended ${took} s after the kill (< 15 s, not the 30 s window)" test "$took" -lt 15
-jqok "result.json says which agent died and how" "$kill_run/result.json" \
+jqfile "result.json says which agent died and how" "$kill_run/result.json" \
     '.failure | test("load agent 1 of 2 on root@[0-9.]+ was killed by signal 9")'
 ok "the other agent (pid ${survivor:-none}) was stopped and both temporary folders removed" \
     bash -c "[[ -n '$survivor' ]] && ! grep -q loadgen /proc/$survivor/cmdline 2>/dev/null && [[ ! -e '${other_dir:-/nonexistent}' && ! -e '${dir:-/nonexistent}' ]]"
@@ -370,7 +358,7 @@ is "a load host 50 ms ahead: the run exits 1" "$rc" 1
 skew_res="$RESULTS_DIR/dist-skew/async-mem-s1/result.json"
 mkdir -p "$(dirname "$skew_res")"
 [[ -f "$skew_res" ]] || echo '{}' >"$skew_res"
-jqok "its failure names the host, an offset of 50 ms +- 5 and the bound, before the probe ran" "$skew_res" \
+jqfile "its failure names the host, an offset of 50 ms +- 5 and the bound, before the probe ran" "$skew_res" \
     '(.failure | test("clock of load host root@[0-9.]+ is ([0-9.]+) ms off .* > MAX_START_SKEW_MS 10 ms"))
      and (.failure | capture("is (?<o>[0-9.]+) ms off").o | tonumber | . > 45 and . < 55) and .saturation_rps == null'
 

@@ -29,36 +29,36 @@ def chunked(*parts):
     return b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in parts) + b"0\r\n\r\n"
 
 
+TE = b"Transfer-Encoding: chunked\r\n"
+JSON = AUTH + b"Content-Type: application/json\r\n"  # an authorized JSON body's headers
+
+
+def raw_post(headers, body=b""):
+    """POST /users with Host, then HEADERS (whole lines), the empty line and BODY as given."""
+    return b"POST /users HTTP/1.1\r\n" + H + headers + b"\r\n" + body
+
+
+def raw_ping(headers):
+    """GET /ping with Host, then HEADERS (whole lines) and the empty line."""
+    return b"GET /ping HTTP/1.1\r\n" + H + headers + b"\r\n"
+
+
 def smuggling_cases():
-    case("CL then TE chunked",
-         b"POST /users HTTP/1.1\r\n" + H + AUTH + b"Content-Type: application/json\r\n"
-         b"Content-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400, "close")
-    case("TE chunked then CL",
-         b"POST /users HTTP/1.1\r\n" + H + b"Transfer-Encoding: chunked\r\n"
-         b"Content-Length: 4\r\n\r\n0\r\n\r\n", 400, "close")
+    case("CL then TE chunked", raw_post(JSON + b"Content-Length: 4\r\n" + TE, b"0\r\n\r\n"),
+         400, "close")
+    case("TE chunked then CL", raw_post(TE + b"Content-Length: 4\r\n", b"0\r\n\r\n"), 400, "close")
     case("two differing Content-Lengths",
-         b"POST /users HTTP/1.1\r\n" + H + b"Content-Length: 2\r\nContent-Length: 3\r\n\r\n{}x",
-         400, "close")
+         raw_post(b"Content-Length: 2\r\nContent-Length: 3\r\n", b"{}x"), 400, "close")
     case("two equal Content-Lengths",
-         b"POST /users HTTP/1.1\r\n" + H + b"Content-Length: 2\r\nContent-Length: 2\r\n\r\n{}",
-         400, "close")
-    case("Content-Length list '2, 2'",
-         b"POST /users HTTP/1.1\r\n" + H + b"Content-Length: 2, 2\r\n\r\n{}", 400, "close")
+         raw_post(b"Content-Length: 2\r\nContent-Length: 2\r\n", b"{}"), 400, "close")
+    case("Content-Length list '2, 2'", raw_post(b"Content-Length: 2, 2\r\n", b"{}"), 400, "close")
     case("TE 'chunked, gzip' (not ending in chunked)",
-         b"POST /users HTTP/1.1\r\n" + H + b"Transfer-Encoding: chunked, gzip\r\n\r\n"
-         b"0\r\n\r\n", 400, "close")
-    case("TE 'gzip' alone",
-         b"POST /users HTTP/1.1\r\n" + H + b"Transfer-Encoding: gzip\r\n\r\n", 400, "close")
-    case("TE 'xchunked'",
-         b"POST /users HTTP/1.1\r\n" + H + b"Transfer-Encoding: xchunked\r\n\r\n0\r\n\r\n",
-         400, "close")
-    case("TE chunked twice in two headers",
-         b"POST /users HTTP/1.1\r\n" + H + b"Transfer-Encoding: chunked\r\n"
-         b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400, "close")
-    case("obs-fold continuation line",
-         b"GET /ping HTTP/1.1\r\n" + H + b"X-A: a\r\n  b\r\n\r\n", 400, "close")
-    case("obs-fold with tab",
-         b"GET /ping HTTP/1.1\r\n" + H + b"X-A: a\r\n\tb\r\n\r\n", 400, "close")
+         raw_post(b"Transfer-Encoding: chunked, gzip\r\n", b"0\r\n\r\n"), 400, "close")
+    case("TE 'gzip' alone", raw_post(b"Transfer-Encoding: gzip\r\n"), 400, "close")
+    case("TE 'xchunked'", raw_post(b"Transfer-Encoding: xchunked\r\n", b"0\r\n\r\n"), 400, "close")
+    case("TE chunked twice in two headers", raw_post(TE + TE, b"0\r\n\r\n"), 400, "close")
+    case("obs-fold continuation line", raw_ping(b"X-A: a\r\n  b\r\n"), 400, "close")
+    case("obs-fold with tab", raw_ping(b"X-A: a\r\n\tb\r\n"), 400, "close")
     case("obs-fold right after request line",
          b"GET /ping HTTP/1.1\r\n Host: t\r\n\r\n", 400, "close")
     case("bare CR line endings",
@@ -67,13 +67,12 @@ def smuggling_cases():
          b"GET /ping HTTP/1.1\r\nHost: t\r\nX-A: a\rb\r\n\r\n", 400, "close")
     case("empty header ended by bare CR",
          b"GET /ping HTTP/1.1\r\nHost: t\r\nX-A:\r\r\n\r\n", 400, "close")
-    case("empty header name", b"GET /ping HTTP/1.1\r\n" + H + b": v\r\n\r\n", 400, "close")
+    case("empty header name", raw_ping(b": v\r\n"), 400, "close")
     case("whitespace before colon (Host)",
          b"GET /ping HTTP/1.1\r\nHost : t\r\n\r\n", 400, "close")
     case("whitespace before colon (Transfer-Encoding)",
-         b"POST /users HTTP/1.1\r\n" + H + b"Transfer-Encoding : chunked\r\n"
-         b"Content-Length: 2\r\n\r\n{}", 400, "close")
-    case("space in header name", b"GET /ping HTTP/1.1\r\n" + H + b"X A: v\r\n\r\n", 400, "close")
+         raw_post(b"Transfer-Encoding : chunked\r\nContent-Length: 2\r\n", b"{}"), 400, "close")
+    case("space in header name", raw_ping(b"X A: v\r\n"), 400, "close")
     case("missing Host (HTTP/1.1)", b"GET /ping HTTP/1.1\r\n\r\n", 400, "close")
     case("HTTP/1.0 without Host is fine (then closes)", b"GET /ping HTTP/1.0\r\n\r\n", 200,
          "close")
@@ -86,42 +85,22 @@ def smuggling_cases():
 
 def length_cases():
     case("Content-Length 1e21 (digits)",
-         b"POST /users HTTP/1.1\r\n" + H + AUTH + b"Content-Type: application/json\r\n"
-         b"Content-Length: 1000000000000000000000\r\n\r\n{}", 413, "close")
-    case("Content-Length '1e21'",
-         b"POST /users HTTP/1.1\r\n" + H + b"Content-Length: 1e21\r\n\r\n{}", 400, "close")
-    case("Content-Length -1",
-         b"POST /users HTTP/1.1\r\n" + H + b"Content-Length: -1\r\n\r\n{}", 400, "close")
-    case("Content-Length +2",
-         b"POST /users HTTP/1.1\r\n" + H + b"Content-Length: +2\r\n\r\n{}", 400, "close")
-    case("Content-Length empty",
-         b"POST /users HTTP/1.1\r\n" + H + b"Content-Length: \r\n\r\n{}", 400, "close")
+         raw_post(JSON + b"Content-Length: 1000000000000000000000\r\n", b"{}"), 413, "close")
+    case("Content-Length '1e21'", raw_post(b"Content-Length: 1e21\r\n", b"{}"), 400, "close")
+    case("Content-Length -1", raw_post(b"Content-Length: -1\r\n", b"{}"), 400, "close")
+    case("Content-Length +2", raw_post(b"Content-Length: +2\r\n", b"{}"), 400, "close")
+    case("Content-Length empty", raw_post(b"Content-Length: \r\n", b"{}"), 400, "close")
     case("Content-Length above --max-body, no body sent (checked before reading)",
-         b"POST /users HTTP/1.1\r\n" + H + AUTH + b"Content-Type: application/json\r\n"
-         b"Content-Length: %d\r\n\r\n" % (MAX_BODY + 1), 413, "close")
-    case("chunk size not hex",
-         b"POST /users HTTP/1.1\r\n" + H + b"Transfer-Encoding: chunked\r\n\r\nzz\r\nab\r\n0\r\n\r\n",
-         400, "close")
-    case("chunk size negative",
-         b"POST /users HTTP/1.1\r\n" + H + b"Transfer-Encoding: chunked\r\n\r\n-1\r\nab\r\n",
-         400, "close")
-    case("chunk size overflows 64 bits",
-         b"POST /users HTTP/1.1\r\n" + H + b"Transfer-Encoding: chunked\r\n\r\n"
-         b"1ffffffffffffffff\r\nab\r\n", 400, "close")
-    case("chunk size with space",
-         b"POST /users HTTP/1.1\r\n" + H + b"Transfer-Encoding: chunked\r\n\r\n2 2\r\nab\r\n",
-         400, "close")
-    case("chunk data longer than its size",
-         b"POST /users HTTP/1.1\r\n" + H + b"Transfer-Encoding: chunked\r\n\r\n2\r\nabc\r\n",
-         400, "close")
+         raw_post(JSON + b"Content-Length: %d\r\n" % (MAX_BODY + 1)), 413, "close")
+    case("chunk size not hex", raw_post(TE, b"zz\r\nab\r\n0\r\n\r\n"), 400, "close")
+    case("chunk size negative", raw_post(TE, b"-1\r\nab\r\n"), 400, "close")
+    case("chunk size overflows 64 bits", raw_post(TE, b"1ffffffffffffffff\r\nab\r\n"), 400, "close")
+    case("chunk size with space", raw_post(TE, b"2 2\r\nab\r\n"), 400, "close")
+    case("chunk data longer than its size", raw_post(TE, b"2\r\nabc\r\n"), 400, "close")
     case("chunked body above --max-body",
-         b"POST /users HTTP/1.1\r\n" + H + AUTH + b"Content-Type: application/json\r\n"
-         b"Transfer-Encoding: chunked\r\n\r\n" + (b"8000\r\n" + b"a" * 0x8000 + b"\r\n") * 3,
-         413, "close")
+         raw_post(JSON + TE, (b"8000\r\n" + b"a" * 0x8000 + b"\r\n") * 3), 413, "close")
     case("valid chunked POST /users",
-         b"POST /users HTTP/1.1\r\n" + H + AUTH + b"Content-Type: application/json\r\n"
-         b"Transfer-Encoding: chunked\r\n\r\n" + chunked(b"{\"name\":\"chunk\",",
-                                                          b"\"email\":\"c@example.com\"}"),
+         raw_post(JSON + TE, chunked(b"{\"name\":\"chunk\",", b"\"email\":\"c@example.com\"}")),
          201, "keep")
     body = b"{\"name\":\"tr\",\"email\":\"t@r\"}"
     chunked_post = (b"POST /users HTTP/1.1\r\n" + H + b"Content-Type: application/json\r\n"
@@ -142,20 +121,17 @@ def length_cases():
          b"GET /ping?" + b"a" * 9000 + b" HTTP/1.1\r\n" + H + b"\r\n", 414, "close")
     case("request target of 1 MiB (414)",
          b"GET /" + b"a" * (1 << 20) + b" HTTP/1.1\r\n" + H + b"\r\n", 414, "close")
-    case("one header over 16 KiB (431)",
-         b"GET /ping HTTP/1.1\r\n" + H + b"X-A: " + b"a" * (17 * 1024) + b"\r\n\r\n", 431, "close")
+    case("one header over 16 KiB (431)", raw_ping(b"X-A: " + b"a" * (17 * 1024) + b"\r\n"),
+         431, "close")
     case("header block of many headers over 16 KiB (431)",
-         b"GET /ping HTTP/1.1\r\n" + H + b"".join(b"X-%02d: %s\r\n" % (i, b"v" * 400)
-                                                 for i in range(60)) + b"\r\n", 431, "close")
-    case("100 headers accepted",
-         b"GET /ping HTTP/1.1\r\n" + H + b"".join(b"X-%d: v\r\n" % i for i in range(99)) +
-         b"\r\n", 200, "keep")
-    case("101 headers (431)",
-         b"GET /ping HTTP/1.1\r\n" + H + b"".join(b"X-%d: v\r\n" % i for i in range(100)) +
-         b"\r\n", 431, "close")
+         raw_ping(b"".join(b"X-%02d: %s\r\n" % (i, b"v" * 400) for i in range(60))), 431, "close")
+    case("100 headers accepted", raw_ping(b"".join(b"X-%d: v\r\n" % i for i in range(99))),
+         200, "keep")
+    case("101 headers (431)", raw_ping(b"".join(b"X-%d: v\r\n" % i for i in range(100))),
+         431, "close")
     case("body over --max-body sent in full: 413 readable, no reset",
-         b"POST /users HTTP/1.1\r\n" + H + AUTH + b"Content-Type: application/json\r\n"
-         b"Content-Length: %d\r\n\r\n" % (4 * MAX_BODY) + b"x" * (4 * MAX_BODY), 413, "close")
+         raw_post(JSON + b"Content-Length: %d\r\n" % (4 * MAX_BODY), b"x" * (4 * MAX_BODY)),
+         413, "close")
     case("body over the 4 KiB user limit, under --max-body (413, keep-alive)",
          post(b'{"name":"' + b"a" * 5000 + b'","email":"a@b"}'), 413, "keep")
 

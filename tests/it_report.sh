@@ -18,21 +18,10 @@ Environment: KEEP_RESULTS (0), REPORT_BATCH (a real results/<batch> to render in
 temporary folder and check with the same page checks; default: fixtures only).
 USAGE
 }
-case "${1:-}" in
-    -h|--help) usage; exit 0 ;;
-    "") ;;
-    *) usage >&2; exit 2 ;;
-esac
-
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/it_report.XXXXXX")
-# shellcheck disable=SC2317  # invoked by the EXIT trap
-cleanup() {
-    if [[ "$KEEP_RESULTS" == 1 ]]; then echo "# kept in $TMP"; else rm -rf "$TMP"; fi
-}
-trap cleanup EXIT
-
-# shellcheck source=tests/lib/tap.sh
-. "$ROOT/tests/lib/tap.sh"
+# shellcheck source=tests/lib/it.sh
+. "$ROOT/tests/lib/it.sh"
+it_args "$@"
+it_tmpdir it_report
 rc_of() { local rc=0; "$@" >/dev/null 2>&1 || rc=$?; echo "$rc"; }
 # has NAME FILE TEXT: FILE holds the fixed string TEXT.
 has() { ok "$1" grep -qF -- "$3" "$2"; }

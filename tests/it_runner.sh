@@ -21,30 +21,14 @@ usage: tests/it_runner.sh [--help]
 Environment: BUILD (build), KEEP_RESULTS (0), IT_RUNNER_E2E (1).
 USAGE
 }
-case "${1:-}" in
-    -h|--help) usage; exit 0 ;;
-    "") ;;
-    *) usage >&2; exit 2 ;;
-esac
-
+# shellcheck source=tests/lib/it.sh
+. "$ROOT/tests/lib/it.sh"
+it_args "$@"
 # shellcheck source=runner/lib.sh
 . "$ROOT/runner/lib.sh"
 # shellcheck source=runner/proc.sh
 . "$ROOT/runner/proc.sh"
-
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/it_runner.XXXXXX")
-# shellcheck disable=SC2317  # invoked by the EXIT trap
-cleanup() {
-    if [[ "$KEEP_RESULTS" == 1 ]]; then
-        echo "# results kept in $TMP"
-    else
-        rm -rf "$TMP"
-    fi
-}
-trap cleanup EXIT
-
-# shellcheck source=tests/lib/tap.sh
-. "$ROOT/tests/lib/tap.sh"
+it_tmpdir it_runner
 
 # ---- parsing on fixtures --------------------------------------------------------------
 is "stat: utime+stime after the last ')' of a comm with spaces and ')'" \

@@ -14,25 +14,17 @@ usage: tests/it_runner_hog.sh [--help]
 Environment: BUILD (build), KEEP_RESULTS (0).
 USAGE
 }
-case "${1:-}" in
-    -h|--help) usage; exit 0 ;;
-    "") ;;
-    *) usage >&2; exit 2 ;;
-esac
-
+# shellcheck source=tests/lib/it.sh
+. "$ROOT/tests/lib/it.sh"
+it_args "$@"
 # shellcheck source=runner/lib.sh
 . "$ROOT/runner/lib.sh"
-# shellcheck source=tests/lib/tap.sh
-. "$ROOT/tests/lib/tap.sh"
-
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/it_runner_hog.XXXXXX")
 hog=""
-# shellcheck disable=SC2317  # invoked by the EXIT trap
-cleanup() {
+# shellcheck disable=SC2317  # invoked by it.sh's EXIT trap
+it_on_exit() {
     if [[ -n "$hog" ]]; then kill "$hog" 2>/dev/null || true; fi
-    if [[ "$KEEP_RESULTS" == 1 ]]; then echo "# results kept in $TMP"; else rm -rf "$TMP"; fi
 }
-trap cleanup EXIT
+it_tmpdir it_runner_hog
 export RESULTS_DIR="$TMP/results"
 
 # ---- a CPU hog on the server CPU: never PASS or FAIL ----------------------------------------

@@ -22,21 +22,10 @@ Environment: BUILD (build), KEEP_RESULTS (0), SWEEP_TEST_RATES ($SWEEP_TEST_RATE
 a moderate one and one far beyond what the servers hold, so that a step breaks the rule).
 USAGE
 }
-case "${1:-}" in
-    -h|--help) usage; exit 0 ;;
-    "") ;;
-    *) usage >&2; exit 2 ;;
-esac
-
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/it_sweep.XXXXXX")
-# shellcheck disable=SC2317  # invoked by the EXIT trap
-cleanup() {
-    if [[ "$KEEP_RESULTS" == 1 ]]; then echo "# results kept in $TMP"; else rm -rf "$TMP"; fi
-}
-trap cleanup EXIT
-
-# shellcheck source=tests/lib/tap.sh
-. "$ROOT/tests/lib/tap.sh"
+# shellcheck source=tests/lib/it.sh
+. "$ROOT/tests/lib/it.sh"
+it_args "$@"
+it_tmpdir it_sweep
 export RESULTS_DIR="$TMP/results"
 unset SWEEP SWEEP_RATES SWEEP_BASE_RPS SUSTAIN EQUAL_LOAD TARGET_RPS PROBE_ONLY REPEAT RUN_SUFFIX
 
@@ -50,19 +39,6 @@ rc_err() {
         echo "ok $n - $name"
     else
         echo "not ok $n - $name: exit $rc (want $want), stderr: $(head -c 300 "$TMP/err" | tr '\n' ' ')"
-        failed=$((failed + 1))
-    fi
-}
-
-# jqok NAME FILE FILTER: FILTER is true on FILE (printing what it gave when not).
-jqok() {
-    local name=$1 file=$2 filter=$3 got
-    n=$((n + 1))
-    if jq -e "$filter" "$file" >/dev/null 2>&1; then
-        echo "ok $n - $name"
-    else
-        got=$(jq -c "$filter" "$file" 2>&1 | head -c 400 || true)
-        echo "not ok $n - $name (got: $got)"
         failed=$((failed + 1))
     fi
 }
@@ -104,19 +80,19 @@ idx="$batch/index.json"
 [[ -f "$idx" ]] || echo '{}' >"$idx"
 ok "the time estimate is printed at the start" grep -Eq '^\[run_all\] estimate: about [0-9]+ min \([0-9]+ s' "$TMP/all.err"
 rates_json=$(tr ',' '\n' <<<"$SWEEP_TEST_RATES" | sort -g | jq -s -c 'map(tonumber)')
-jqok "matrix.json records the sweep's rates and durations" "$batch/matrix.json" \
+jqfile "matrix.json records the sweep's rates and durations" "$batch/matrix.json" \
     ".sweep.rates_rps == $rates_json and .sweep.warmup_sec == 1 and .sweep.measure_sec == 1 and .equal_load == false"
-jqok "index.json: the probes (saturation runs without a sustain), no equal-load run" "$idx" \
+jqfile "index.json: the probes (saturation runs without a sustain), no equal-load run" "$idx" \
     '(.runs | length) == 2 and all(.runs[]; .kind == "saturation" and .sustained_rps == null and .saturation_rps > 0)
      and (.equal_load_runs | length) == 0'
-jqok "index.json: one swept scenario, s1, both servers at the given rates" "$idx" \
+jqfile "index.json: one swept scenario, s1, both servers at the given rates" "$idx" \
     "(.sweep.scenarios | length) == 1 and .sweep.scenarios[0].scenario == \"s1\"
      and .sweep.scenarios[0].rates_rps == $rates_json
      and all(.sweep.scenarios[0].servers[]; [.steps[].offered_rps] == $rates_json and .steps_total == ($rates_json | length))"
-jqok "index.json: the base is the slower saturation, rounded to whole req/s" "$idx" \
+jqfile "index.json: the base is the slower saturation, rounded to whole req/s" "$idx" \
     '(.sweep.scenarios[0].base_rps | . == floor) and ((.sweep.scenarios[0].base_rps - ([.runs[].saturation_rps] | min)) | fabs) <= 0.5
      and .sweep.scenarios[0].rates_given == true'
-jqok "index.json: the knee rule's multiple is 5, its low load at most 30% of the base (SPEC.md section 14)" "$idx" \
+jqfile "index.json: the knee rule's multiple is 5, its low load at most 30% of the base (SPEC.md section 14)" "$idx" \
     '.sweep.knee_p99_multiple == 5 and .sweep.low_load_max_fraction == 0.3'
 
 # every per-step field, in index.json
@@ -124,38 +100,38 @@ for key in step run path offered_rps fraction_of_base achieved_rps latency_p50_m
     latency_p99_9_ms latency_max_ms server_cpu_pct req_per_cpu_sec handler_p99_us errors errors_total \
     loadgen_cpu_pct send_lag_p99_ms requests_waited_for_connection server_cpus_other_pct validity flags problems \
     failure latency_by_loadgen p99_vs_base knee_rule; do
-    jqok "every step has $key" "$idx" "all(.sweep.scenarios[0].servers[].steps[]; has(\"$key\"))"
+    jqfile "every step has $key" "$idx" "all(.sweep.scenarios[0].servers[].steps[]; has(\"$key\"))"
 done
 # A smoke step at a few hundred req/s on a quiet host can use less than one clock tick of
 # the server's CPU (10 ms): its CPU reads 0% and req/CPU-s is undefined (null), not a number.
-jqok "steps: rates, latencies, CPU, req/CPU-s (null only at 0% CPU), loadgen CPU and errors are numbers" "$idx" \
+jqfile "steps: rates, latencies, CPU, req/CPU-s (null only at 0% CPU), loadgen CPU and errors are numbers" "$idx" \
     'all(.sweep.scenarios[0].servers[].steps[]; .failure != null or
         (([.offered_rps, .achieved_rps, .latency_p50_ms, .latency_p90_ms, .latency_p99_ms, .latency_p99_9_ms,
           .latency_max_ms, .server_cpu_pct, .loadgen_cpu_pct, .errors_total] | all(type == "number"))
          and ((.req_per_cpu_sec | type == "number") or (.req_per_cpu_sec == null and .server_cpu_pct == 0))))'
-jqok "steps: handler p99, send lag p99 and waited requests are numbers or null (older load generators)" "$idx" \
+jqfile "steps: handler p99, send lag p99 and waited requests are numbers or null (older load generators)" "$idx" \
     'all(.sweep.scenarios[0].servers[].steps[]; [.handler_p99_us, .send_lag_p99_ms, .requests_waited_for_connection]
         | all(. == null or type == "number"))'
-jqok "steps: p50 <= p90 <= p99 <= p99.9 <= max" "$idx" \
+jqfile "steps: p50 <= p90 <= p99 <= p99.9 <= max" "$idx" \
     'all(.sweep.scenarios[0].servers[].steps[]; .failure != null or (.latency_p50_ms <= .latency_p90_ms
         and .latency_p90_ms <= .latency_p99_ms and .latency_p99_ms <= .latency_p99_9_ms and .latency_p99_9_ms <= .latency_max_ms))'
-jqok "steps: req/CPU-s = achieved / (server CPU / 100) where the CPU is above 0" "$idx" \
+jqfile "steps: req/CPU-s = achieved / (server CPU / 100) where the CPU is above 0" "$idx" \
     'all(.sweep.scenarios[0].servers[].steps[]; .failure != null or .server_cpu_pct == 0
         or ((.req_per_cpu_sec - .achieved_rps / (.server_cpu_pct / 100)) | fabs) <= 1)'
-jqok "steps: every validity flag is a boolean (rate_held, sustain_loadgen_bound, loadgen_bound, clean, quiet)" "$idx" \
+jqfile "steps: every validity flag is a boolean (rate_held, sustain_loadgen_bound, loadgen_bound, clean, quiet)" "$idx" \
     'all(.sweep.scenarios[0].servers[].steps[]; .failure != null or
         ([.validity.rate_held, .validity.sustain_loadgen_bound, .validity.loadgen_bound, .validity.clean, .validity.quiet]
          | all(type == "boolean")))'
-jqok "steps: rate_held matches achieved vs offered (1%)" "$idx" \
+jqfile "steps: rate_held matches achieved vs offered (1%)" "$idx" \
     'all(.sweep.scenarios[0].servers[].steps[]; .failure != null or
         .validity.rate_held == (((.achieved_rps - .offered_rps) | fabs) <= 0.01 * .offered_rps))'
-jqok "steps: clean matches the error count (unexpected statuses count as status errors)" "$idx" \
+jqfile "steps: clean matches the error count (unexpected statuses count as status errors)" "$idx" \
     'all(.sweep.scenarios[0].servers[].steps[]; .failure != null or .validity.clean == (.errors_total == 0))'
-jqok "steps: loadgen-bound when the loadgen CPU reached 90% of its CPUs, and then drawn as the loadgen's" "$idx" \
+jqfile "steps: loadgen-bound when the loadgen CPU reached 90% of its CPUs, and then drawn as the loadgen's" "$idx" \
     '.runs[0].config.loadgen_cpu_count as $n | all(.sweep.scenarios[0].servers[].steps[]; .failure != null or
         (((.loadgen_cpu_pct >= 90 * $n) | not) or .validity.sustain_loadgen_bound)
         and .latency_by_loadgen == .validity.sustain_loadgen_bound)'
-jqok "steps: flags name each failed validity flag" "$idx" \
+jqfile "steps: flags name each failed validity flag" "$idx" \
     'all(.sweep.scenarios[0].servers[].steps[]; .failure != null or
         ((.validity.rate_held == false) == (.flags | index("rate not held") != null))
         and ((.validity.quiet == false) == (.flags | index("other load") != null))
@@ -167,7 +143,7 @@ while IFS=$'\t' read -r who j run; do
     ok "$run: run folder with result.json, loadgen.json, histogram.txt, scrapes, server.log" \
         test -s "$res" -a -s "$batch/$run/loadgen.json" -a -s "$batch/$run/histogram.txt" \
         -a -s "$batch/$run/metrics-after.prom" -a -f "$batch/$run/server.log"
-    jqok "$run: result.json kind sweep, step facts, the same figures as index.json" "$res" \
+    jqfile "$run: result.json kind sweep, step facts, the same figures as index.json" "$res" \
         "$(jq -c ".sweep.scenarios[0].servers.$who.steps[$j]" "$idx") as \$s | $(jq '.sweep.scenarios[0].base_rps' "$idx") as \$base |
          .kind == \"sweep\" and .repeat == null and .sweep.step == \$s.step and .sweep.offered_rps == \$s.offered_rps
          and .sweep.base_rps == \$base and .sweep.rates_given == true and .target_rps == \$s.offered_rps
@@ -198,17 +174,17 @@ def spec_knee($k; $low): sort_by(.offered_rps) as $s | ($s | low_base($low)) as 
     | {rate_rps: .k, broke_at_rps: .b, lower_bound: (.k != null and .b == null), base_p99_ms: $base.latency_p99_ms};
 '
 for who in actor async; do
-    jqok "$who: the knee is the one SPEC.md section 14's rule gives on these steps" "$idx" "$KNEE_JQ
+    jqfile "$who: the knee is the one SPEC.md section 14's rule gives on these steps" "$idx" "$KNEE_JQ
         .sweep.knee_p99_multiple as \$k | .sweep.low_load_max_fraction as \$low | .sweep.scenarios[0].servers.$who as \$srv
         | (\$srv.steps | spec_knee(\$k; \$low)) as \$want
         | \$srv.knee.rate_rps == \$want.rate_rps and \$srv.knee.broke_at_rps == \$want.broke_at_rps
           and \$srv.knee.lower_bound == \$want.lower_bound and \$srv.knee.base_p99_ms == \$want.base_p99_ms"
-    jqok "$who: every step's knee-rule class is the rule's" "$idx" "$KNEE_JQ
+    jqfile "$who: every step's knee-rule class is the rule's" "$idx" "$KNEE_JQ
         .sweep.knee_p99_multiple as \$k | .sweep.low_load_max_fraction as \$low | .sweep.scenarios[0].servers.$who.steps as \$s
         | (\$s | bound(\$k; \$low)) as \$bound
         | all(\$s[]; .knee_rule.class == judge(\$bound))"
 done
-jqok "the knee ratio is actor/async, with its kind" "$idx" \
+jqfile "the knee ratio is actor/async, with its kind" "$idx" \
     '.sweep.scenarios[0] as $s | $s.servers.actor.knee as $a | $s.servers.async.knee as $b
      | if ($a.rate_rps == null or $b.rate_rps == null or ($a.lower_bound and $b.lower_bound)) then $s.knee_ratio == null
        else $s.knee_ratio == ($a.rate_rps / $b.rate_rps * 1000 | round / 1000)
@@ -232,13 +208,13 @@ rc=0
 "$ROOT/runner.sh" async-mem s1 --smoke --sweep --rates=1500,300 --batch=it-one >"$TMP/one.out" 2>"$TMP/one.err" || rc=$?
 is "runner.sh --sweep --rates exits 0" "$rc" 0
 one="$RESULTS_DIR/it-one"
-jqok "runner.sh --sweep: the run is the probe, kind saturation, no sustain" "$one/async-mem-s1/result.json" \
+jqfile "runner.sh --sweep: the run is the probe, kind saturation, no sustain" "$one/async-mem-s1/result.json" \
     '.kind == "saturation" and .saturation_rps > 0 and .sustained_rps == null and .target_rps == null'
 ok "runner.sh --sweep: no sustain files in the probe's folder" test ! -e "$one/async-mem-s1/loadgen.json"
-jqok "runner.sh --sweep: step 1 is the lowest rate, based on this probe's saturation" "$one/async-mem-s1-sweep-01/result.json" \
+jqfile "runner.sh --sweep: step 1 is the lowest rate, based on this probe's saturation" "$one/async-mem-s1-sweep-01/result.json" \
     "$(jq '.saturation_rps | round' "$one/async-mem-s1/result.json") as \$sat | .sweep.step == 1 and .sweep.steps == 2
      and .sweep.offered_rps == 300 and .sweep.base_rps == \$sat and .target_rps == 300 and .sustained_rps > 0 and .failure == null"
-jqok "runner.sh --sweep: step 2 at 1500 req/s" "$one/async-mem-s1-sweep-02/result.json" \
+jqfile "runner.sh --sweep: step 2 at 1500 req/s" "$one/async-mem-s1-sweep-02/result.json" \
     '.sweep.step == 2 and .sweep.offered_rps == 1500 and .target_rps == 1500 and .kind == "sweep"'
 ok "runner.sh --sweep: each step on a fresh server (two server pids besides the probe's)" bash -c \
     "p0=\$(grep -o 'pid [0-9]*' '$one/async-mem-s1/runner.log'); p1=\$(grep -o 'pid [0-9]*' '$one/async-mem-s1-sweep-01/runner.log');
@@ -254,7 +230,7 @@ ok "no probe run from a given base" test ! -e "$RESULTS_DIR/it-base/async-mem-s1
 is "the default rates of a 3 req/s base: 10%..120% rounded, at least 1, without repeats" \
     "$(jq -s -c 'sort_by(.sweep.step) | map(.sweep.offered_rps)' "$RESULTS_DIR"/it-base/async-mem-s1-sweep-*/result.json)" \
     "$(python3 -c 'print([max(1, round(k / 10 * 3)) for k in range(1, 13)])' | jq -c 'unique')"
-jqok "the default rates are not given rates, and record their fraction of the base" \
+jqfile "the default rates are not given rates, and record their fraction of the base" \
     "$RESULTS_DIR/it-base/async-mem-s1-sweep-04/result.json" \
     '.sweep.rates_given == false and .sweep.base_rps == 3 and .sweep.fraction_of_base == (.sweep.offered_rps / 3 * 10000 | round / 10000)'
 

@@ -5,18 +5,22 @@
  * callback, a timer and another thread (local sends skip the wake-up; none may get
  * stuck) with batch_end once per run; same-thread sends on a thread scheduler take the
  * local half (no ring), fill at its bound, and cannot starve actors made runnable from
- * other threads. Counts shrink under ThreadSanitizer. */
+ * other threads. A thread scheduler whose thread finds no address space for its stack
+ * (a lowered RLIMIT_AS) fails to start with -EAGAIN, nothing leaked, and starts later.
+ * Counts shrink under ThreadSanitizer. */
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -331,7 +335,7 @@ static void test_stop_join_drains_uv(void **state)
     struct actor *a, *b;
 
     assert_int_equal(uv_loop_init(&loop), 0);
-    s = sched_new_uv(&loop);
+    assert_int_equal(sched_new_uv(&loop, &s), 0);
     b = actor_new("b", relay_fn, &last, s, 512, NULL);
     first = (struct relay){.next = b};
     a = actor_new("a", relay_fn, &first, s, 512, NULL);
@@ -418,7 +422,7 @@ static void pingpong(unsigned balls, uint64_t trips, bool with_uv)
         assert_int_equal(uv_loop_init(&u.loop), 0);
         assert_int_equal(uv_async_init(&u.loop, &u.quit, uv_quit_cb), 0);
         u.quit.data = &u;
-        u.sched = sched_new_uv(&u.loop);
+        assert_int_equal(sched_new_uv(&u.loop, &u.sched), 0);
     } else {
         s2 = sched_new_thread("pong");
     }
@@ -711,7 +715,7 @@ static void bound_chain(bool with_check)
     b.check.data = &b;
     assert_int_equal(uv_async_init(&b.loop, &b.quit, bound_quit), 0);
     b.quit.data = &b;
-    b.sched = sched_new_uv(&b.loop);
+    assert_int_equal(sched_new_uv(&b.loop, &b.sched), 0);
     sched_set_batch(b.sched, 16); /* several runs per burst */
     for (int i = BOUND_CHAIN - 1; i >= 0; i--) {
         links[i].next = i == BOUND_CHAIN - 1 ? NULL : actors[i + 1];
@@ -830,7 +834,7 @@ static void test_bound_uv_lone_timer_send(void **state)
     assert_int_equal(uv_timer_init(&b.loop, &b.timer), 0);
     assert_int_equal(uv_async_init(&b.loop, &b.quit, lone_quit), 0);
     b.quit.data = &b;
-    b.sched = sched_new_uv(&b.loop);
+    assert_int_equal(sched_new_uv(&b.loop, &b.sched), 0);
     a = actor_new("lone", link_fn, &last, b.sched, 8, NULL);
     a->batch_end = link_batch_end;
     lt.a = a;
@@ -908,12 +912,12 @@ static void test_thread_sched_local_sends(void **state)
     assert_int_equal(pa.went_remote, 0); /* every a -> b send took the local half */
     assert_int_equal(pa.send_fail, 0);
     assert_int_equal(pb.bad_order, 0);
-    assert_int_equal(actor_processed(a), 3000);
-    assert_int_equal(actor_processed(b), 3000);
-    assert_int_equal(actor_depth(a), 0);
-    assert_int_equal(actor_depth(b), 0);
-    actor_free(a);
-    actor_free(b);
+    struct actor *both[] = {a, b};
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(actor_processed(both[i]), 3000);
+        assert_int_equal(actor_depth(both[i]), 0);
+        actor_free(both[i]);
+    }
     sched_free(s);
 }
 
@@ -1009,6 +1013,93 @@ static void test_thread_sched_local_cannot_starve_remote(void **state)
     sched_free(s);
 }
 
+/* ---- creation failures: -errno, nothing half-made ---- */
+
+/* Address space in use now, in bytes (/proc/self/statm's first field, in pages). */
+static unsigned long long vm_size_bytes(void)
+{
+    unsigned long long pages = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    assert_non_null(f);
+    assert_int_equal(fscanf(f, "%llu", &pages), 1);
+    fclose(f);
+    return pages * (unsigned long long)sysconf(_SC_PAGESIZE);
+}
+
+/* Threads parked until released: they hold the stacks glibc cached from earlier tests'
+ * threads (a new thread takes a cached stack before it maps one). */
+struct parked {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    bool go;
+};
+
+static void *parked_main(void *arg)
+{
+    struct parked *p = arg;
+    pthread_mutex_lock(&p->lock);
+    while (!p->go)
+        pthread_cond_wait(&p->cond, &p->lock);
+    pthread_mutex_unlock(&p->lock);
+    return NULL;
+}
+
+/* pthread_create fails (EAGAIN) when the worker's stack does not fit under RLIMIT_AS:
+ * sched_start returns that as -EAGAIN, the scheduler stays stopped (stop/join is a no-op,
+ * it frees), and a later start with the limit back runs it. glibc's stack cache is
+ * emptied first (parked threads take cached stacks until one had to be mapped anew).
+ * Skipped under sanitizers (their runtimes map memory of their own around
+ * pthread_create). */
+static void test_start_thread_without_address_space(void **state)
+{
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    skip();
+#else
+    struct relay last = {.next = NULL};
+    struct sched *s = sched_new_thread("no-stack");
+    struct actor *a = actor_new("a", relay_fn, &last, s, 8, NULL);
+    struct rlimit was, low;
+    int rc;
+
+    struct parked park = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false};
+    pthread_t holders[64];
+    unsigned nholders = 0;
+    bool mapped = false;
+
+    assert_non_null(a);
+    while (!mapped && nholders < 64) {
+        unsigned long long before = vm_size_bytes();
+        assert_int_equal(pthread_create(&holders[nholders], NULL, parked_main, &park), 0);
+        nholders++;
+        mapped = vm_size_bytes() > before;
+    }
+    if (!mapped)
+        fail_msg("glibc's stack cache not emptied by %u parked threads", nholders);
+    assert_int_equal(getrlimit(RLIMIT_AS, &was), 0);
+    low = was;
+    low.rlim_cur = vm_size_bytes() + (1u << 20); /* 1 MiB: less than a thread stack */
+    assert_int_equal(setrlimit(RLIMIT_AS, &low), 0);
+    rc = sched_start(s);
+    assert_int_equal(setrlimit(RLIMIT_AS, &was), 0);
+    pthread_mutex_lock(&park.lock);
+    park.go = true;
+    pthread_cond_broadcast(&park.cond);
+    pthread_mutex_unlock(&park.lock);
+    for (unsigned i = 0; i < nholders; i++)
+        pthread_join(holders[i], NULL);
+    assert_int_equal(rc, -EAGAIN);
+    assert_int_equal(sched_stop_and_join(s), 0); /* never started: nothing to join */
+
+    /* the limit back: the same scheduler starts and runs its actor */
+    assert_int_equal(actor_send(a, msg_make(0, 1)), 0);
+    assert_int_equal(sched_start(s), 0);
+    assert_int_equal(sched_stop_and_join(s), 0);
+    assert_int_equal(last.count, 1);
+    actor_free(a);
+    sched_free(s);
+#endif
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1029,6 +1120,7 @@ int main(void)
         cmocka_unit_test(test_thread_sched_local_sends),
         cmocka_unit_test(test_thread_sched_local_half_full),
         cmocka_unit_test(test_thread_sched_local_cannot_starve_remote),
+        cmocka_unit_test(test_start_thread_without_address_space),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -186,7 +186,7 @@ static void run_topology(unsigned nworkers)
         struct loop *l = &T.loops[i];
         l->idx = i;
         assert_int_equal(uv_loop_init(&l->uv), 0);
-        l->sched = sched_new_uv(&l->uv);
+        assert_int_equal(sched_new_uv(&l->uv, &l->sched), 0);
         assert_int_equal(uv_async_init(&l->uv, &l->quit, quit_cb), 0);
         l->quit.data = l;
         l->inbox = mk("inbox", inbox_fn, l, l->sched);

@@ -17,6 +17,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "runner"))
 
 from analysis import compare, promtext, result, rules, summary, verdict  # noqa: E402
+import tap_unittest  # noqa: E402
 
 FIX = os.path.join(ROOT, "tests", "fixtures")
 N_SRV, N_LG, TCK = 1, 1, 100
@@ -533,34 +534,5 @@ class TestVerdict(unittest.TestCase):
         self.assertEqual(compare.direction("p99", "lower", 12.0), "B's p99 is 12.0% higher (worse) than A's")
 
 
-class TapResult(unittest.TextTestResult):
-    """Prints one TAP line per test."""
-
-    def __init__(self, *a, **kw):
-        super().__init__(*a, **kw)
-        self.n = 0
-
-    def _tap(self, test, ok, detail=""):
-        self.n += 1
-        print(f"{'ok' if ok else 'not ok'} {self.n} - {test.id().split('.', 1)[1]}{detail}", flush=True)
-
-    def addSuccess(self, test):
-        super().addSuccess(test)
-        self._tap(test, True)
-
-    def addFailure(self, test, err):
-        super().addFailure(test, err)
-        self._tap(test, False, ": " + self._exc_info_to_string(err, test).strip().splitlines()[-1])
-
-    def addError(self, test, err):
-        super().addError(test, err)
-        self._tap(test, False, ": " + self._exc_info_to_string(err, test).strip().splitlines()[-1])
-
-
 if __name__ == "__main__":
-    suite = unittest.defaultTestLoader.loadTestsFromModule(sys.modules[__name__])
-    res = unittest.TextTestRunner(stream=open(os.devnull, "w"), resultclass=TapResult, verbosity=0).run(suite)
-    for _, tb in res.failures + res.errors:
-        sys.stderr.write(tb)
-    print(f"1..{res.testsRun}")
-    sys.exit(0 if res.wasSuccessful() else 1)
+    tap_unittest.main(__name__)

@@ -19,7 +19,8 @@ sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 from analysis import result, scaling  # noqa: E402
 from analysis.__main__ import main as analysis_main  # noqa: E402
-from test_analysis import Batch, TapResult  # noqa: E402
+import tap_unittest  # noqa: E402
+from test_analysis import Batch  # noqa: E402
 
 
 class TestPlan(unittest.TestCase):
@@ -191,9 +192,4 @@ class TestTable(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    suite = unittest.defaultTestLoader.loadTestsFromModule(sys.modules[__name__])
-    res = unittest.TextTestRunner(stream=open(os.devnull, "w"), resultclass=TapResult, verbosity=0).run(suite)
-    for _, tb in res.failures + res.errors:
-        sys.stderr.write(tb)
-    print(f"1..{res.testsRun}")
-    sys.exit(0 if res.wasSuccessful() else 1)
+    tap_unittest.main(__name__)

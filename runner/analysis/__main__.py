@@ -58,10 +58,7 @@ def _line(run_dir, phase):
 
 def _equal_rate(batch_dir, scenario, sat_ratio):
     from . import summary, verdict
-    idx = summary.build_index(batch_dir)
-    sc = next((s for s in idx["scenarios"] if s["scenario"] == scenario), None)
-    if sc is None:
-        raise ValueError(f"no scenario {scenario} in {batch_dir}")
+    sc = summary.scenario_index(batch_dir, scenario)
     meds = []
     for who in ("actor", "async"):
         runs = sc["probes"][who]

@@ -288,6 +288,14 @@ def build_html(index, page, plots):
     out = []
     w = out.append
     scenarios = index.get("scenarios") or []
+
+    def scenario_rows(*cells):
+        """One table row per scenario: its name, then one number cell per (PATH, DECIMALS[,
+        UNIT]): the figure at scenarios/<i>/PATH."""
+        for i, sc in enumerate(scenarios):
+            tds = "".join(f'<td class="n">{f(f"scenarios/{i}/{path}", *fmt)}</td>' for path, *fmt in cells)
+            w(f'<tr><td>{esc(sc.get("scenario"))}</td>{tds}</tr>')
+
     verdict = index.get("verdict") or {}
     overall = verdict.get("overall") or "N/A"
     batch = index.get("batch")
@@ -353,15 +361,10 @@ def build_html(index, page, plots):
     w("<table><tr><th>scenario</th><th>actor saturation (median of probes)</th>"
       "<th>async saturation (median of probes)</th><th>ratio (median of pairs)</th>"
       "<th>actor sustained</th><th>async sustained</th><th>actor target</th><th>async target</th></tr>")
-    for i, sc in enumerate(scenarios):
-        k = f"scenarios/{i}"
-        w(f'<tr><td>{esc(sc.get("scenario"))}</td><td class="n">{f(k + "/saturation_median_rps/actor", 0, "req/s")}</td>'
-          f'<td class="n">{f(k + "/saturation_median_rps/async", 0, "req/s")}</td>'
-          f'<td class="n">{f(k + "/saturation_ratio", 3)}</td>'
-          f'<td class="n">{f(k + "/actor_result/sustained_rps", 0, "req/s")}</td>'
-          f'<td class="n">{f(k + "/async_result/sustained_rps", 0, "req/s")}</td>'
-          f'<td class="n">{f(k + "/actor_result/target_rps", 0, "req/s")}</td>'
-          f'<td class="n">{f(k + "/async_result/target_rps", 0, "req/s")}</td></tr>')
+    scenario_rows(("saturation_median_rps/actor", 0, "req/s"), ("saturation_median_rps/async", 0, "req/s"),
+                  ("saturation_ratio", 3),
+                  ("actor_result/sustained_rps", 0, "req/s"), ("async_result/sustained_rps", 0, "req/s"),
+                  ("actor_result/target_rps", 0, "req/s"), ("async_result/target_rps", 0, "req/s"))
     w("</table>")
 
     w('<h3 id="probes">Every probe</h3><p class="note">Closed-loop probes run interleaved (actor, async, actor, '
@@ -430,19 +433,12 @@ def build_html(index, page, plots):
     w("<table><tr><th>scenario</th><th>actor (own load)</th><th>async (own load)</th><th>ratio</th>"
       "<th>actor CPU</th><th>async CPU</th><th>actor (equal load)</th><th>async (equal load)</th><th>ratio</th>"
       "<th>actor CPU</th><th>async CPU</th></tr>")
-    for i, sc in enumerate(scenarios):
-        k = f"scenarios/{i}"
-        w(f'<tr><td>{esc(sc.get("scenario"))}</td>'
-          f'<td class="n">{f(k + "/actor_result/req_per_cpu_sec", 0)}</td>'
-          f'<td class="n">{f(k + "/async_result/req_per_cpu_sec", 0)}</td>'
-          f'<td class="n">{f(k + "/req_per_cpu_sec_ratio", 3)}</td>'
-          f'<td class="n">{f(k + "/actor_result/server_cpu_pct", 1, "%")}</td>'
-          f'<td class="n">{f(k + "/async_result/server_cpu_pct", 1, "%")}</td>'
-          f'<td class="n">{f(k + "/equal_load/actor/req_per_cpu_sec", 0)}</td>'
-          f'<td class="n">{f(k + "/equal_load/async/req_per_cpu_sec", 0)}</td>'
-          f'<td class="n">{f(k + "/equal_load/req_per_cpu_sec_ratio", 3)}</td>'
-          f'<td class="n">{f(k + "/equal_load/actor/server_cpu_pct", 1, "%")}</td>'
-          f'<td class="n">{f(k + "/equal_load/async/server_cpu_pct", 1, "%")}</td></tr>')
+    scenario_rows(("actor_result/req_per_cpu_sec", 0), ("async_result/req_per_cpu_sec", 0),
+                  ("req_per_cpu_sec_ratio", 3),
+                  ("actor_result/server_cpu_pct", 1, "%"), ("async_result/server_cpu_pct", 1, "%"),
+                  ("equal_load/actor/req_per_cpu_sec", 0), ("equal_load/async/req_per_cpu_sec", 0),
+                  ("equal_load/req_per_cpu_sec_ratio", 3),
+                  ("equal_load/actor/server_cpu_pct", 1, "%"), ("equal_load/async/server_cpu_pct", 1, "%"))
     w("</table><p class=\"note\">CPU is percent of one CPU.</p>")
 
     # ---- handler p99 vs client p99

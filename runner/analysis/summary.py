@@ -191,6 +191,15 @@ def build_index(batch_dir, target=None, generated=None):
     }
 
 
+def scenario_index(batch_dir, scenario):
+    """SCENARIO's entry in the index of BATCH_DIR (build_index's scenarios); raises ValueError
+    when the batch has no such scenario."""
+    sc = next((s for s in build_index(batch_dir)["scenarios"] if s["scenario"] == scenario), None)
+    if sc is None:
+        raise ValueError(f"no scenario {scenario} in {batch_dir}")
+    return sc
+
+
 def probe_rps_pair(a, b):
     ra, rb = verdict.probe_rps(a), verdict.probe_rps(b)
     return ra / rb if is_num(ra) and is_num(rb) and rb > 0 else None

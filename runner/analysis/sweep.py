@@ -47,10 +47,7 @@ def base_rps(batch_dir, scenario):
     with no run is left out; raises ValueError when a server that ran has no saturation figure
     or no server ran."""
     from . import summary
-    idx = summary.build_index(batch_dir)
-    sc = next((s for s in idx["scenarios"] if s["scenario"] == scenario), None)
-    if sc is None:
-        raise ValueError(f"no scenario {scenario} in {batch_dir}")
+    sc = summary.scenario_index(batch_dir, scenario)
     meds = []
     for who in ("actor", "async"):
         if not any(sc["probes"][who]):

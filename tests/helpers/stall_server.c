@@ -5,7 +5,6 @@
  * Not a benchmark server: no caps beyond what the test needs. */
 #include <errno.h>
 #include <llhttp.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,10 +17,7 @@
 static const char RESPONSE[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
 
 struct server {
-    uv_loop_t *loop;
-    uv_tcp_t listener;
-    uv_signal_t sigterm;
-    llhttp_settings_t settings;
+    struct helper_server hs; /* first: the handles' data is the server */
     uint64_t stall_ms;
     uint64_t stall_after_ms;
     uint64_t first_ns;
@@ -30,11 +26,9 @@ struct server {
 };
 
 struct client {
-    uv_tcp_t tcp;
-    llhttp_t parser;
+    struct helper_conn hc; /* first: the handle's data is the client */
     struct server *srv;
     unsigned pending; /* responses to write after this read */
-    char rbuf[16384];
 };
 
 static void on_close(uv_handle_t *h)
@@ -60,18 +54,12 @@ static int on_message_complete(llhttp_t *p)
     return 0;
 }
 
-static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b)
-{
-    struct client *c = h->data;
-    *b = uv_buf_init(c->rbuf, sizeof c->rbuf);
-}
-
 static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *b)
 {
     struct client *c = st->data;
     if (nread == 0)
         return;
-    if (nread < 0 || llhttp_execute(&c->parser, b->base, (size_t)nread) != HPE_OK) {
+    if (nread < 0 || llhttp_execute(&c->hc.parser, b->base, (size_t)nread) != HPE_OK) {
         uv_close((uv_handle_t *)st, on_close);
         return;
     }
@@ -81,11 +69,8 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *b)
         for (unsigned i = 0; i < n; i++)
             memcpy(out + i * (sizeof RESPONSE - 1), RESPONSE, sizeof RESPONSE - 1);
         c->pending -= n;
-        uv_buf_t wb = uv_buf_init(out, (unsigned)(n * (sizeof RESPONSE - 1)));
-        if (uv_try_write(st, &wb, 1) != (int)wb.len) { /* tests never fill the socket */
-            uv_close((uv_handle_t *)st, on_close);
+        if (helper_write(st, out, n * (sizeof RESPONSE - 1), on_close) < 0)
             return;
-        }
     }
 }
 
@@ -96,52 +81,34 @@ static void on_connection(uv_stream_t *l, int status)
         return;
     struct client *c = xcalloc(1, sizeof *c);
     c->srv = s;
-    uv_tcp_init(s->loop, &c->tcp);
-    c->tcp.data = c;
-    if (uv_accept(l, (uv_stream_t *)&c->tcp) < 0) {
-        uv_close((uv_handle_t *)&c->tcp, on_close);
-        return;
-    }
-    llhttp_init(&c->parser, HTTP_REQUEST, &s->settings);
-    c->parser.data = c;
-    uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+    helper_accept(l, &c->hc, &s->hs.settings, on_read, on_close);
 }
 
-static void on_sigterm(uv_signal_t *h, int sig)
+static void print_counts(const void *srv)
 {
-    struct server *s = h->data;
+    const struct server *s = srv;
     printf("requests=%llu stalled=%d\n", (unsigned long long)s->requests, s->stalled);
-    fflush(stdout);
-    exit(0);
 }
 
-static void usage(FILE *f)
-{
-    fputs("usage: stall_server [--port P] [--stall-ms MS] [--stall-after-ms MS]\n"
-          "Answers 200 to every request; freezes once for --stall-ms (default 500) when a\n"
-          "request arrives --stall-after-ms (default 1000) after the first. Port 0 (default):\n"
-          "any free port. Prints 'port N' once listening.\n",
-          f);
-}
+static const struct helper_spec spec = {
+    .prog = "stall_server",
+    .usage =
+        "usage: stall_server [--port P] [--stall-ms MS] [--stall-after-ms MS]\n"
+        "Answers 200 to every request; freezes once for --stall-ms (default 500) when a\n"
+        "request arrives --stall-after-ms (default 1000) after the first. Port 0 (default):\n"
+        "any free port. Prints 'port N' once listening.\n",
+    .on_message_complete = on_message_complete,
+    .on_connection = on_connection,
+    .print_counts = print_counts,
+};
 
 int main(int argc, char **argv)
 {
-    static struct server s;
-    uint64_t port = 0;
-    s.stall_ms = 500;
-    s.stall_after_ms = 1000;
+    static struct server s = {.stall_ms = 500, .stall_after_ms = 1000};
     const struct helper_flag flags[] = {
-        {"--port", &port},
         {"--stall-ms", &s.stall_ms},
         {"--stall-after-ms", &s.stall_after_ms},
         {NULL, NULL},
     };
-    int code = helper_parse_flags(argc, argv, flags, usage);
-    if (code >= 0)
-        return code;
-    s.loop = uv_default_loop();
-    llhttp_settings_init(&s.settings);
-    s.settings.on_message_complete = on_message_complete;
-    return helper_serve("stall_server", s.loop, &s.listener, &s.sigterm, &s, port, on_connection,
-                        on_sigterm);
+    return helper_main(argc, argv, &spec, flags, &s.hs);
 }

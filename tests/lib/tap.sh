@@ -30,19 +30,25 @@ is() {
     fi
 }
 
-# jqok NAME FILTER: one TAP line for whether the jq FILTER is true on the JSON file $res
-# (with the arguments in JQ_ARGS); prints the filter and what it gave on failure.
-# shellcheck disable=SC2154  # res is the caller's
-jqok() {
-    local name=$1 filter=$2 got
+# jqfile NAME FILE FILTER [JQ_ARG...]: one TAP line for whether the jq FILTER is true on the
+# JSON FILE (with the extra jq arguments); prints the filter and what it gave on failure.
+jqfile() {
+    local name=$1 file=$2 filter=$3 got
+    shift 3
     n=$((n + 1))
-    if jq -e "${JQ_ARGS[@]}" "$filter" "${res:?jqok needs the variable res}" >/dev/null 2>&1; then
+    if jq -e "$@" "$filter" "$file" >/dev/null 2>&1; then
         echo "ok $n - $name"
     else
-        got=$(jq -c "${JQ_ARGS[@]}" "$filter" "$res" 2>&1 | head -c 300 || true)
+        got=$(jq -c "$@" "$filter" "$file" 2>&1 | head -c 400 || true)
         echo "not ok $n - $name (filter: $filter; got: $got)"
         failed=$((failed + 1))
     fi
+}
+
+# jqok NAME FILTER: jqfile on the JSON file $res with the arguments in JQ_ARGS.
+# shellcheck disable=SC2154  # res is the caller's
+jqok() {
+    jqfile "$1" "${res:?jqok needs the variable res}" "$2" "${JQ_ARGS[@]}"
 }
 
 # tap_finish: prints the plan line "1..n" and exits 1 if any test failed, else 0.
