@@ -149,13 +149,29 @@ int main(int argc, char **argv)
     unsigned nthreads = cfg.threads;
     pthread_barrier_init(&sh.connected, NULL, nthreads + 1);
     pthread_barrier_init(&sh.go, NULL, nthreads + 1);
+    pthread_mutex_init(&sh.gate_mu, NULL);
+    pthread_cond_init(&sh.gate_cv, NULL);
     struct worker **workers = xcalloc(nthreads, sizeof *workers);
-    for (unsigned i = 0; i < nthreads; i++) {
-        unsigned n = cfg.connections / nthreads + (i < cfg.connections % nthreads);
-        workers[i] = worker_new(&sh, i, n);
-        rc = worker_start(workers[i]);
-        if (rc < 0)
-            panic("pthread_create: %s", strerror(-rc));
+    unsigned started = 0;
+    for (; started < nthreads; started++) {
+        unsigned n = cfg.connections / nthreads + (started < cfg.connections % nthreads);
+        workers[started] = worker_new(&sh, started, n);
+        rc = worker_start(workers[started]);
+        if (rc < 0) {
+            fprintf(stderr, "loadgen: cannot start thread %u of %u: %s\n", started + 1,
+                    nthreads, strerror(-rc));
+            break;
+        }
+    }
+    worker_open_gate(&sh, started < nthreads);
+    if (started < nthreads) { /* the started ones end at the gate */
+        for (unsigned i = 0; i <= started; i++) {
+            if (i < started)
+                worker_join(workers[i]);
+            worker_free(workers[i]);
+        }
+        free(workers);
+        return 1;
     }
 
     /* Every worker has tried its first connects: run, or give up if none succeeded. */
@@ -291,5 +307,7 @@ int main(int argc, char **argv)
     mix_free(&mix);
     pthread_barrier_destroy(&sh.connected);
     pthread_barrier_destroy(&sh.go);
+    pthread_cond_destroy(&sh.gate_cv);
+    pthread_mutex_destroy(&sh.gate_mu);
     return exit_code;
 }
