@@ -528,6 +528,16 @@ class TestVerdict(unittest.TestCase):
         b.summarize()
         self.assertEqual(_equal_rate(b.dir, "s1", 0.7), 42000)
 
+    def test_equal_rate_rounds_half_up(self):
+        # 10,015 x 0.7 = 7,010.5: half up, as the runner's jq and the reader do (Python's
+        # round() gives the even 7,010); 10,005 x 0.7 = 7,003.5 -> 7,004 either way.
+        from analysis.__main__ import _equal_rate
+        for sat, want in ((10015, 7011), (10005, 7004)):
+            b = self.batch("b%d" % sat)
+            b.scenario("s1", [sat, sat, sat], [20000, 20000, 20000])
+            b.summarize()
+            self.assertEqual(_equal_rate(b.dir, "s1", 0.7), want)
+
     def test_compare_words(self):
         words = compare.direction("saturation req/s", "higher", -7.1)
         self.assertEqual(words, "B is 7.1% slower than A (saturation req/s)")

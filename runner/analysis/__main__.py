@@ -3,6 +3,7 @@ PYTHONPATH). The shell scripts call it; a user rarely needs to.
 Exit: 0 done, 1 a file could not be read or written, 2 usage.
 """
 import json
+import math
 import os
 import signal
 import sys
@@ -67,7 +68,7 @@ def _equal_rate(batch_dir, scenario, sat_ratio):
         meds.append(verdict.median([r["saturation_rps"] for r in runs]))
     if not all(m and m > 0 for m in meds):
         raise ValueError("a probe completed no requests")
-    return max(1, round(min(meds) * sat_ratio))
+    return max(1, math.floor(min(meds) * sat_ratio + 0.5))  # half up, not Python's half to even
 
 
 def main(argv):
