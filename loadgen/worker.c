@@ -118,6 +118,7 @@ struct worker {
     uint64_t blocked_ns;      /* last turn that found requests due and no free connection */
     uint64_t wake_ns;         /* when the next turn must run for the schedule; 0 = none */
     uint64_t tick_ns;
+    uint64_t grid_origin_ns;  /* the run's start + this stream's share of a tick */
     uv_check_t turn;          /* epoll, closed loop: the turn after each poll phase */
     /* epoll at constant rate: the tick loop */
     int tick_loop;
@@ -154,15 +155,33 @@ static inline uint64_t ns_to_us_ceil(uint64_t ns)
     return us ? us : 1; /* below the histograms' lowest value: counted as 1 us */
 }
 
-static void count_error(struct worker *w, enum stats_error e, uint64_t n)
+/* c's requests in flight that were sent in [measure_start, until): counted as in flight
+ * when the window closed. */
+static void count_in_flight(struct conn *c, uint64_t until)
 {
-    if (n == 0 || w->stopping || w->now_ns < w->measure_start_ns)
+    struct worker *w = c->w;
+    for (unsigned k = 0; k < c->count; k++) {
+        const struct slot *s = &c->ring[(c->head + k) % CONFIG_MAX_PIPELINE];
+        if (s->sent_ns >= w->measure_start_ns && s->sent_ns < until)
+            w->stats.in_flight_at_end++;
+    }
+}
+
+/* The event at w->now_ns that ends c (about to close) lost its c->count requests to
+ * error e; with none in flight the event counts as one error when at_least_one. After the
+ * window those sent inside it were in flight at its end (not errors, not the event). */
+static void count_lost(struct conn *c, enum stats_error e, int at_least_one)
+{
+    struct worker *w = c->w;
+    if (w->stopping || w->now_ns < w->measure_start_ns)
         return;
-    if (w->now_ns >= w->end_ns) { /* lost after the window closed: they were in flight */
-        if (e != STATS_ERR_CONNECT)
-            w->stats.in_flight_at_end += n;
+    if (w->now_ns >= w->end_ns) {
+        count_in_flight(c, w->end_ns);
         return;
     }
+    uint64_t n = c->count ? c->count : (uint64_t)(at_least_one != 0);
+    if (n == 0)
+        return;
     w->stats.errors[e] += n;
     atomics_store64_relaxed(&w->stats.progress_errors, stats_errors_total(&w->stats));
 }
@@ -198,7 +217,7 @@ static void conn_queue_request(struct conn *c, uint64_t planned_ns, uint64_t now
 
 static void write_failed(struct conn *c, int err)
 {
-    count_error(c->w, STATS_ERR_WRITE, c->count ? c->count : 1);
+    count_lost(c, STATS_ERR_WRITE, 1);
     conn_close(c, 1);
 }
 
@@ -325,10 +344,11 @@ static void ready_push(struct worker *w, struct conn *c)
 
 /* The first tick-grid time at or after t. The schedule is binned to this grid: a request
  * planned at t is due at tick_ceil(t), its send lag and latency count from then, and the
- * loop wakes at most once per tick. */
+ * loop wakes at most once per tick. Stream k of S (agents x threads) has its grid offset
+ * by k/S of a tick, as its planned times are by k/R: the streams' batches interleave. */
 static uint64_t tick_ceil(const struct worker *w, uint64_t t)
 {
-    uint64_t origin = w->sh->start_ns;
+    uint64_t origin = w->grid_origin_ns;
     if (w->tick_ns == 0 || t <= origin)
         return t;
     uint64_t k = (t - origin + w->tick_ns - 1) / w->tick_ns;
@@ -339,6 +359,10 @@ static uint64_t tick_ceil(const struct worker *w, uint64_t t)
  * when the schedule next needs a turn (0: not before a completion frees a connection). */
 static void dispatch_due(struct worker *w, uint64_t now_ns)
 {
+    if (now_ns >= w->end_ns) { /* a late pass: what was due stays not sent (counted so) */
+        w->wake_ns = 0;
+        return;
+    }
     for (;;) {
         uint64_t due = tick_ceil(w, plan_peek(&w->plan));
         if (due > now_ns || due >= w->end_ns)
@@ -462,15 +486,14 @@ static int on_message_complete(llhttp_t *p)
 /* The peer closed (eof) or the read failed (err < 0, not EOF); w->now_ns is set. */
 static void conn_read_ended(struct conn *c, int eof)
 {
-    struct worker *w = c->w;
     if (eof) {
         /* A response delimited by EOF completes here; then the rest is lost. */
         if (llhttp_finish(&c->parser) != HPE_OK)
-            count_error(w, STATS_ERR_PARSE, c->count ? c->count : 1);
+            count_lost(c, STATS_ERR_PARSE, 1);
         else
-            count_error(w, STATS_ERR_READ, c->count);
+            count_lost(c, STATS_ERR_READ, 0);
     } else {
-        count_error(w, STATS_ERR_READ, c->count ? c->count : 1);
+        count_lost(c, STATS_ERR_READ, 1);
     }
     conn_close(c, 1);
 }
@@ -478,15 +501,14 @@ static void conn_read_ended(struct conn *c, int eof)
 /* n > 0 bytes arrived at w->now_ns. Returns 0 while c stays open. */
 static int conn_on_data(struct conn *c, const char *data, size_t n)
 {
-    struct worker *w = c->w;
     llhttp_errno_t err = llhttp_execute(&c->parser, data, n);
     if (err != HPE_OK) {
-        count_error(w, STATS_ERR_PARSE, c->count ? c->count : 1);
+        count_lost(c, STATS_ERR_PARSE, 1);
         conn_close(c, 1);
         return -1;
     }
     if (c->close_after) {
-        count_error(w, STATS_ERR_READ, c->count); /* pipelined behind Connection: close */
+        count_lost(c, STATS_ERR_READ, 0); /* pipelined behind Connection: close */
         conn_close(c, 1);
         return -1;
     }
@@ -692,6 +714,7 @@ static void conn_close(struct conn *c, int reconnect)
     }
     c->state = CONN_CLOSING;
     c->close_after = reconnect ? 0 : 2;
+    c->head = c->count = 0; /* the caller counted them; none is in flight any more */
     uv_close((uv_handle_t *)&c->tcp, on_tcp_close);
 }
 
@@ -701,7 +724,7 @@ static void conn_start_reading(struct conn *c)
     if (w->use_uring || w->tick_loop) {
         uv_os_fd_t fd;
         if (uv_fileno((uv_handle_t *)&c->tcp, &fd) < 0) {
-            count_error(w, STATS_ERR_READ, 1);
+            count_lost(c, STATS_ERR_READ, 1);
             conn_close(c, 1);
             return;
         }
@@ -715,13 +738,13 @@ static void conn_start_reading(struct conn *c)
         }
         struct epoll_event ev = {.events = EPOLLIN, .data.u64 = ring_data(c, OP_RECV)};
         if (epoll_ctl(w->sock_epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
-            count_error(w, STATS_ERR_READ, 1);
+            count_lost(c, STATS_ERR_READ, 1);
             conn_close(c, 1);
         }
         return;
     }
     if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) < 0) {
-        count_error(w, STATS_ERR_READ, 1);
+        count_lost(c, STATS_ERR_READ, 1);
         conn_close(c, 1);
     }
 }
@@ -803,14 +826,8 @@ static void worker_stop(struct worker *w)
         return;
     w->now_ns = timebase_now_ns();
     w->stop_ns = w->now_ns < w->end_ns ? w->now_ns : w->end_ns;
-    for (unsigned i = 0; i < w->nconns; i++) {
-        struct conn *c = &w->conns[i];
-        for (unsigned k = 0; k < c->count; k++) {
-            const struct slot *s = &c->ring[(c->head + k) % CONFIG_MAX_PIPELINE];
-            if (s->sent_ns >= w->measure_start_ns && s->sent_ns < w->stop_ns)
-                w->stats.in_flight_at_end++;
-        }
-    }
+    for (unsigned i = 0; i < w->nconns; i++)
+        count_in_flight(&w->conns[i], w->stop_ns); /* closed ones hold none */
     if (!w->closed_loop && w->stop_ns >= w->end_ns) /* not on SIGINT: the rest was not due */
         count_not_sent(w);
     w->stopping = 1;
@@ -849,7 +866,7 @@ static void on_housekeeping(uv_timer_t *t)
         struct conn *c = &w->conns[i];
         if (c->state == CONN_OPEN && c->count > 0 &&
             now - c->ring[c->head].sent_ns > w->cfg->timeout_ns) {
-            count_error(w, STATS_ERR_TIMEOUT, c->count);
+            count_lost(c, STATS_ERR_TIMEOUT, 0);
             conn_close(c, 1);
         }
     }
@@ -976,7 +993,9 @@ static int tick_loop_wait(struct worker *w, struct epoll_event *ev, int max, int
         int n = epoll_pwait2(w->wait_epfd, ev, max, wait_ns < 0 ? NULL : &ts, NULL);
         if (n >= 0 || (errno != ENOSYS && errno != EPERM))
             return n;
-        atomics_store_relaxed(&no_pwait2, 1);
+        if (atomics_exchange_seq_cst(&no_pwait2, 1) == 0)
+            fprintf(stderr, "loadgen: epoll_pwait2: %s; the tick's wake-ups are rounded up to "
+                            "1 ms (more send lag)\n", strerror(errno));
     }
     return epoll_wait(w->wait_epfd, ev, max,
                       wait_ns < 0 ? -1 : (int)((wait_ns + 999999) / 1000000));
@@ -1114,6 +1133,8 @@ static void *worker_main(void *arg)
         return NULL;
     }
     uint64_t start = sh->start_ns;
+    unsigned streams = cfg->agent_count * cfg->threads;
+    w->grid_origin_ns = start + w->tick_ns * w->seq_base / (streams ? streams : 1);
     w->measure_start_ns = start + cfg->warmup_ns;
     w->end_ns = w->measure_start_ns + cfg->duration_ns;
     w->running = 1;
@@ -1130,7 +1151,6 @@ static void *worker_main(void *arg)
     uv_timer_start(&w->housekeeping, on_housekeeping, hk_ms, hk_ms);
 
     if (!w->closed_loop) {
-        unsigned streams = cfg->agent_count * cfg->threads;
         plan_init(&w->plan, cfg->arrivals, cfg->rate,
                   plan_stream(cfg->agent_index, cfg->agent_count, w->id), streams, start,
                   cfg->seed);

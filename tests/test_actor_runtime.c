@@ -1015,6 +1015,7 @@ static void test_thread_sched_local_cannot_starve_remote(void **state)
 
 /* ---- creation failures: -errno, nothing half-made ---- */
 
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 /* Address space in use now, in bytes (/proc/self/statm's first field, in pages). */
 static unsigned long long vm_size_bytes(void)
 {
@@ -1043,6 +1044,7 @@ static void *parked_main(void *arg)
     pthread_mutex_unlock(&p->lock);
     return NULL;
 }
+#endif /* not under a sanitizer (test_start_thread_without_address_space) */
 
 /* pthread_create fails (EAGAIN) when the worker's stack does not fit under RLIMIT_AS:
  * sched_start returns that as -EAGAIN, the scheduler stays stopped (stop/join is a no-op,
