@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "gate.h"
 #include "metrics.h"
 #include "request.h"
 #include "server.h"
@@ -59,11 +60,7 @@ struct server {
     int port;
     unsigned total_conns; /* open connections over every loop (atomic) */
     struct server_loop **loops;
-    /* server_start's gate: no loop runs until every thread exists */
-    pthread_mutex_t gate_lock;
-    pthread_cond_t gate_cond;
-    int gate_open;
-    int start_rc; /* 0, or the -errno of the thread that could not be created */
+    struct gate gate; /* server_start's: no loop runs until every thread exists */
 };
 
 #endif

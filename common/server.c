@@ -221,8 +221,7 @@ int server_create(const struct server_config *cfg, const struct server_hooks *ho
     s->nloops = cfg->threads ? cfg->threads : 1;
     s->port = cfg->port;
     s->loops = xcalloc(s->nloops, sizeof *s->loops);
-    pthread_mutex_init(&s->gate_lock, NULL);
-    pthread_cond_init(&s->gate_cond, NULL);
+    gate_init(&s->gate);
     int rc = 0;
     for (unsigned i = 0; i < s->nloops && rc == 0; i++) {
         struct server_loop *l = xcalloc(1, sizeof *l);
@@ -274,12 +273,7 @@ static void *loop_thread(void *arg)
 {
     struct server_loop *l = arg;
     struct server *s = l->srv;
-    pthread_mutex_lock(&s->gate_lock);
-    while (!s->gate_open)
-        pthread_cond_wait(&s->gate_cond, &s->gate_lock);
-    int go = s->start_rc == 0;
-    pthread_mutex_unlock(&s->gate_lock);
-    if (!go)
+    if (gate_wait(&s->gate))
         return NULL;
     loop_begin(l);
     uv_run(&l->uv, UV_RUN_DEFAULT);
@@ -289,16 +283,12 @@ static void *loop_thread(void *arg)
 int server_start(struct server *s)
 {
     int rc = 0;
-    pthread_mutex_lock(&s->gate_lock);
     for (unsigned i = 0; i < s->nloops && rc == 0; i++) {
         rc = pthread_create(&s->loops[i]->thread, NULL, loop_thread, s->loops[i]);
         if (rc == 0)
             s->loops[i]->started = 1;
     }
-    s->start_rc = -rc;
-    s->gate_open = 1;
-    pthread_cond_broadcast(&s->gate_cond);
-    pthread_mutex_unlock(&s->gate_lock);
+    gate_open(&s->gate, rc != 0);
     if (rc == 0)
         return 0;
     /* Not every thread could be created: the ones that were return without running. */
@@ -372,8 +362,7 @@ void server_free(struct server *s)
         metrics_destroy(&l->metrics);
         free(l);
     }
-    pthread_cond_destroy(&s->gate_cond);
-    pthread_mutex_destroy(&s->gate_lock);
+    gate_destroy(&s->gate);
     free(s->loops);
     free(s);
 }

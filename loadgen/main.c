@@ -149,8 +149,7 @@ int main(int argc, char **argv)
     unsigned nthreads = cfg.threads;
     pthread_barrier_init(&sh.connected, NULL, nthreads + 1);
     pthread_barrier_init(&sh.go, NULL, nthreads + 1);
-    pthread_mutex_init(&sh.gate_mu, NULL);
-    pthread_cond_init(&sh.gate_cv, NULL);
+    gate_init(&sh.gate);
     struct worker **workers = xcalloc(nthreads, sizeof *workers);
     unsigned started = 0;
     for (; started < nthreads; started++) {
@@ -163,7 +162,7 @@ int main(int argc, char **argv)
             break;
         }
     }
-    worker_open_gate(&sh, started < nthreads);
+    gate_open(&sh.gate, started < nthreads);
     if (started < nthreads) { /* the started ones end at the gate */
         for (unsigned i = 0; i <= started; i++) {
             if (i < started)
@@ -307,7 +306,6 @@ int main(int argc, char **argv)
     mix_free(&mix);
     pthread_barrier_destroy(&sh.connected);
     pthread_barrier_destroy(&sh.go);
-    pthread_cond_destroy(&sh.gate_cv);
-    pthread_mutex_destroy(&sh.gate_mu);
+    gate_destroy(&sh.gate);
     return exit_code;
 }

@@ -1080,12 +1080,7 @@ static void *worker_main(void *arg)
     struct worker *w = arg;
     struct worker_shared *sh = w->sh;
     const struct config *cfg = w->cfg;
-    pthread_mutex_lock(&sh->gate_mu);
-    while (!sh->gate_open)
-        pthread_cond_wait(&sh->gate_cv, &sh->gate_mu);
-    int failed = sh->start_failed;
-    pthread_mutex_unlock(&sh->gate_mu);
-    if (failed)
+    if (gate_wait(&sh->gate))
         return NULL; /* another thread could not start: no run */
     /* io_uring: coalesce the kernel's own timeouts to the tick. The tick loop sleeps until
      * the tick exactly (its lag would grow by the slack). */
@@ -1225,14 +1220,6 @@ int worker_start(struct worker *w)
     return -pthread_create(&w->thread, NULL, worker_main, w);
 }
 
-void worker_open_gate(struct worker_shared *sh, int failed)
-{
-    pthread_mutex_lock(&sh->gate_mu);
-    sh->start_failed = failed;
-    sh->gate_open = 1;
-    pthread_cond_broadcast(&sh->gate_cv);
-    pthread_mutex_unlock(&sh->gate_mu);
-}
 
 void worker_join(struct worker *w)
 {

@@ -13,21 +13,21 @@
 #include <sys/socket.h>
 
 #include "config.h"
+#include "gate.h"
 #include "mix.h"
 #include "stats.h"
 
 /* What main shares with every worker. Main fills cfg/mix/addr before worker_start,
- * opens the gate once every thread started (or one could not: then start_failed, and
- * the workers end before the barriers), writes start_ns and abort between the two
- * barrier waits, and may set stop. */
+ * opens the gate once every thread started (or one could not: then failed, and the
+ * workers end before the barriers), writes start_ns and abort between the two barrier
+ * waits, and may set stop. */
 struct worker_shared {
     const struct config *cfg;
     const struct mix *mix;
     struct sockaddr_storage addr;
-    pthread_mutex_t gate_mu;     /* the gate: workers wait here until every thread */
-    pthread_cond_t gate_cv;      /* started (gate_open), so that the barriers count */
-    int gate_open;               /* exactly the threads there are */
-    int start_failed;            /* a thread could not start: end without a run */
+    struct gate gate;            /* workers wait here until every thread started, so
+                                  * that the barriers count exactly the threads there are;
+                                  * failed: one could not, end without a run */
     pthread_barrier_t connected; /* all workers tried their first connects */
     pthread_barrier_t go;        /* main has written start_ns / abort */
     uint64_t start_ns;           /* schedule origin (timebase clock, CLOCK_MONOTONIC) */
@@ -42,11 +42,9 @@ struct worker;
  * Aborts only on OOM. Main thread. */
 struct worker *worker_new(struct worker_shared *sh, unsigned id, unsigned nconns);
 /* Starts its thread: 0 or a negative errno (then nothing started). The thread waits at
- * the gate (worker_open_gate) before it does anything. */
+ * sh->gate before it does anything: main opens it once every thread started (failed 0),
+ * or when one could not (failed 1: the started ones end at once; join them then). */
 int worker_start(struct worker *w);
-/* Lets every started worker go on: to its run, or, with failed nonzero (a thread could
- * not start), to its end at once (join it then). Main thread, once. */
-void worker_open_gate(struct worker_shared *sh, int failed);
 /* Joins the thread; afterwards worker_stats and worker_* getters are safe to read. */
 void worker_join(struct worker *w);
 /* The worker's stats (owned by the worker). Before join, only the progress_* mirrors
