@@ -75,8 +75,17 @@ struct actor_state {
 static struct request tick_msg;
 
 /* The actor_loop of the loop this thread runs (set by loop_init): the hooks of the
- * request path find it without a call into server.c. */
+ * request path find it without a call into server.c. Where one thread runs several
+ * loops (server_start failed and server_join runs them in turn), it is the last one
+ * initialised: the hooks then look the loop's own up. */
 static _Thread_local struct actor_loop *this_loop;
+
+/* l's actor_loop: this_loop, unless this thread runs several loops (see above). */
+static inline struct actor_loop *loop_here(struct server_loop *l)
+{
+    struct actor_loop *al = this_loop;
+    return al != NULL && al->l == l ? al : server_loop_data(l);
+}
 
 static struct actor_loop *loop_of(struct request *req)
 {
@@ -208,7 +217,7 @@ static void inbox_fn(struct actor *self, void *msg)
 
 static void on_request(struct server_loop *l, struct request *req, void *arg)
 {
-    struct actor_loop *al = this_loop;
+    struct actor_loop *al = loop_here(l);
     req->user_data = al;
     /* al is NULL only on a loop whose architecture failed to start (it is stopping) */
     if (al == NULL || al->inflight >= INFLIGHT_MAX || actor_send(al->set->router, req) != 0) {
@@ -233,8 +242,9 @@ static void loop_init(struct server_loop *l, void *arg)
  * written in this same iteration. */
 static void before_flush(struct server_loop *l, void *arg)
 {
-    if (this_loop != NULL)
-        sched_uv_drain(this_loop->sched);
+    struct actor_loop *al = loop_here(l);
+    if (al != NULL)
+        sched_uv_drain(al->sched);
 }
 
 static void on_tick(struct server_loop *l, void *arg)
