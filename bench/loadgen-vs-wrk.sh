@@ -6,11 +6,15 @@
 # SERVER=async); target: loadgen >= 1.3x wrk (median of REPEAT interleaved pairs).
 # (2) Constant rate at 30%, 50% and 90% of loadgen's closed-loop rate: generator CPU per
 # request; target: <= 1.1x the closed loop's (medians). CPU is user+sys of the whole
-# generator process (GNU time); server CPU from /proc/PID/stat over each run. A run where
-# the server was the bottleneck (server >= 90% of its CPU, generator < 90%) measures the
-# server, not the generator, and a run where other processes used more than OTHER_PCT% of
-# the two CPUs (/proc/stat busy time minus the generator's and the server's) measures a
-# shared host: the verdict then says NOT VALID. A benchmark, not a test.
+# generator process (GNU time); server CPU from /proc/PID/stat over each run. A closed-loop
+# run with the server at >= 90% of its CPU may have made the generator wait, and waiting
+# (sleeping, being woken for a few responses) is charged to the generator's CPU per
+# request: that run's cost is an upper bound. So with loadgen's runs server-limited the
+# ratio to wrk is a lower bound (it can PASS, not FAIL), with wrk's an upper bound (it can
+# FAIL, not PASS), and the constant-rate ratios, over an inflated closed loop, are lower
+# bounds (they can FAIL, not PASS); otherwise the verdict is NOT VALID, as it is when other
+# processes used more than OTHER_PCT% of a CPU (/proc/stat busy time minus the generator's
+# and the server's). A benchmark, not a test.
 set -euo pipefail
 
 CONNECTIONS="${CONNECTIONS:-64}"
@@ -142,10 +146,9 @@ run_loadgen() { # run_loadgen [extra flags...]
 not_quiet() { awk -v o="$1" -v t="$OTHER_PCT" 'BEGIN { exit !(o > t) }'; }
 median() { sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 span() { sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%s-%s", lo, hi }'; }
-# server_bound GEN_CPU_S WALL_S SERVER_PCT: true when the server, not the generator, limited
-server_bound() {
-    awk -v c="$1" -v w="$2" -v s="$3" -v b="$BOUND_PCT" 'BEGIN { exit !(s >= b && 100 * c / w < b) }'
-}
+# server_limited SERVER_PCT: true when the server ran at its limit, so the generator may
+# have waited for it (and paid for the waiting)
+server_limited() { awk -v s="$1" -v b="$BOUND_PCT" 'BEGIN { exit !(s >= b) }'; }
 
 echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)  host: $(hostname)  cores: $(nproc)  kernel: $(uname -r)"
 echo "loadgen: $(git rev-parse --short HEAD 2>/dev/null || echo '?') ${LOADGEN_ARGS:+($LOADGEN_ARGS) }wrk: $("$WRK" -v 2>&1 | head -1 | awk '{print $1, $2}')  server: $server_version"
@@ -153,7 +156,7 @@ echo "GET /ping, 1 generator thread, $CONNECTIONS connections, ${DURATION} s per
 echo
 echo "== closed loop: loadgen vs wrk (interleaved) =="
 printf '%-4s %-8s %10s %8s %9s %9s %8s %14s\n' run tool requests cpu_s gen_cpu% srv_cpu% others% req_per_cpu_s
-ratios=() lg_rates=() lg_us=() invalid=0 noisy=0
+ratios=() lg_rates=() lg_us=() lg_limited=0 wrk_limited=0 noisy=0
 for i in $(seq "$REPEAT"); do
     read -r wr wc ws ww wo < <(run_wrk)
     read -r lr lc ls lw lo _ lrps < <(run_loadgen)
@@ -161,7 +164,8 @@ for i in $(seq "$REPEAT"); do
     lrate=$(awk -v r="$lr" -v c="$lc" 'BEGIN { printf "%.0f", r / c }')
     printf '%-4s %-8s %10s %8s %9.1f %9s %8s %14s\n' "$i" wrk "$wr" "$wc" "$(awk -v c="$wc" -v w="$ww" 'BEGIN { print 100 * c / w }')" "$ws" "$wo" "$wrate"
     printf '%-4s %-8s %10s %8s %9.1f %9s %8s %14s\n' "$i" loadgen "$lr" "$lc" "$(awk -v c="$lc" -v w="$lw" 'BEGIN { print 100 * c / w }')" "$ls" "$lo" "$lrate"
-    if server_bound "$wc" "$ww" "$ws" || server_bound "$lc" "$lw" "$ls"; then invalid=1; fi
+    if server_limited "$ws"; then wrk_limited=1; fi
+    if server_limited "$ls"; then lg_limited=1; fi
     if not_quiet "$wo" || not_quiet "$lo"; then noisy=1; fi
     ratios+=("$(awk -v a="$lrate" -v b="$wrate" 'BEGIN { printf "%.3f", a / b }')")
     lg_rates+=("$lrps")
@@ -176,10 +180,20 @@ echo "loadgen closed loop: median $closed_rps req/s, $closed_us us of generator 
 verdicts=()
 if [[ $noisy -eq 1 ]]; then
     verdicts+=("closed loop vs wrk: NOT VALID (not quiet: others used > $OTHER_PCT% of a CPU in at least one run): ${ratio}x")
-elif [[ $invalid -eq 1 ]]; then
-    verdicts+=("closed loop vs wrk: NOT VALID (the server was the bottleneck in at least one run: >= $BOUND_PCT% CPU while the generator was below)")
+elif [[ $lg_limited -eq 1 && $wrk_limited -eq 1 ]]; then
+    verdicts+=("closed loop vs wrk: NOT VALID (the server was at >= $BOUND_PCT% CPU in runs of both tools, so both may have waited for it): ${ratio}x")
 elif awk -v r="$ratio" -v t="$WRK_TARGET" 'BEGIN { exit !(r >= t) }'; then
-    verdicts+=("closed loop vs wrk: PASS (${ratio}x >= ${WRK_TARGET}x)")
+    if [[ $wrk_limited -eq 1 ]]; then
+        verdicts+=("closed loop vs wrk: NOT VALID (an upper bound: the server was at >= $BOUND_PCT% CPU in a wrk run, so wrk may have waited for it): ${ratio}x")
+    elif [[ $lg_limited -eq 1 ]]; then
+        verdicts+=("closed loop vs wrk: PASS (${ratio}x >= ${WRK_TARGET}x, a lower bound: the server was at >= $BOUND_PCT% CPU in a loadgen run)")
+    else
+        verdicts+=("closed loop vs wrk: PASS (${ratio}x >= ${WRK_TARGET}x)")
+    fi
+elif [[ $lg_limited -eq 1 ]]; then
+    verdicts+=("closed loop vs wrk: NOT VALID (a lower bound: the server was at >= $BOUND_PCT% CPU in a loadgen run, so loadgen may have waited for it): ${ratio}x")
+elif [[ $wrk_limited -eq 1 ]]; then
+    verdicts+=("closed loop vs wrk: FAIL (${ratio}x < ${WRK_TARGET}x, an upper bound: the server was at >= $BOUND_PCT% CPU in a wrk run)")
 else
     verdicts+=("closed loop vs wrk: FAIL (${ratio}x < ${WRK_TARGET}x)")
 fi
@@ -207,14 +221,18 @@ for f in $FRACTIONS; do
     rng=$(printf '%s\n' "${us[@]}" | span)
     if [[ $noisy -eq 1 || $rnoisy -eq 1 ]]; then
         verdicts+=("constant rate at $f ($rate req/s): NOT VALID (not quiet: others used > $OTHER_PCT% of a CPU): ${m} us/request (range $rng) = ${x}x")
-    elif [[ $invalid -eq 1 ]]; then
-        verdicts+=("constant rate at $f ($rate req/s): NOT VALID (closed-loop reference was server-bound): ${m} us/request = ${x}x")
     elif [[ $held -eq 0 ]]; then
         verdicts+=("constant rate at $f ($rate req/s): NOT VALID (rate not held within 1%): ${m} us/request = ${x}x")
     elif awk -v x="$x" -v t="$RATE_TARGET" 'BEGIN { exit !(x <= t) }'; then
-        verdicts+=("constant rate at $f ($rate req/s): PASS (${m} us/request (range $rng) = ${x}x closed loop <= ${RATE_TARGET}x)")
+        if [[ $lg_limited -eq 1 ]]; then
+            verdicts+=("constant rate at $f ($rate req/s): NOT VALID (a lower bound: the closed-loop reference ran with the server at >= $BOUND_PCT% CPU, so its cost may include waiting): ${m} us/request = ${x}x")
+        else
+            verdicts+=("constant rate at $f ($rate req/s): PASS (${m} us/request (range $rng) = ${x}x closed loop <= ${RATE_TARGET}x)")
+        fi
     else
-        verdicts+=("constant rate at $f ($rate req/s): FAIL (${m} us/request (range $rng) = ${x}x closed loop > ${RATE_TARGET}x)")
+        bound=""
+        if [[ $lg_limited -eq 1 ]]; then bound=", a lower bound: the closed-loop reference ran with the server at >= $BOUND_PCT% CPU"; fi
+        verdicts+=("constant rate at $f ($rate req/s): FAIL (${m} us/request (range $rng) = ${x}x closed loop > ${RATE_TARGET}x$bound)")
     fi
 done
 echo
