@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # loadgen-vs-wrk.sh: what the load generator costs per request. (1) Closed loop: requests
 # per generator CPU-second of build/loadgen and of wrk, GET /ping, same connections, one
-# thread each pinned to LOADGEN_CPU, against one server pinned to SERVER_CPU (nginx, one
-# worker, `return 200 "pong"`, in its own temp prefix, or build/async-server with
-# SERVER=async); target: loadgen >= 1.3x wrk (median of REPEAT interleaved pairs).
+# thread each pinned to LOADGEN_CPU, against one server pinned to SERVER_CPU
+# (build/async-server, or with SERVER=nginx nginx with one worker, `return 200 "pong"`, in
+# its own temp prefix); target: loadgen >= 1.3x wrk (median of REPEAT interleaved pairs).
+# The server must keep up with both tools (see below), so the default is the faster of the
+# two on one CPU: async-server (nginx needs about 1.2x its CPU per /ping, bench/NOTES.md).
 # (2) Constant rate at 30%, 50% and 90% of loadgen's closed-loop rate: generator CPU per
 # request; target: <= 1.1x the closed loop's (medians). CPU is user+sys of the whole
 # generator process (GNU time); server CPU from /proc/PID/stat over each run. A closed-loop
@@ -20,7 +22,7 @@ set -euo pipefail
 CONNECTIONS="${CONNECTIONS:-64}"
 DURATION="${DURATION:-10}"          # seconds per run
 REPEAT="${REPEAT:-3}"               # runs per tool and per rate; medians are reported
-SERVER="${SERVER:-nginx}"           # nginx | async
+SERVER="${SERVER:-async}"           # async | nginx
 LOADGEN_CPU="${LOADGEN_CPU:-1}"
 SERVER_CPU="${SERVER_CPU:-0}"
 LOADGEN="${LOADGEN:-build/loadgen}"
@@ -41,7 +43,7 @@ Load-generator cost per request: closed loop vs wrk (target >= ${WRK_TARGET}x wr
 CPU-second) and constant rate at ${FRACTIONS// /, } of the closed-loop rate (target <=
 ${RATE_TARGET}x the closed loop's CPU per request). GET /ping, 1 generator thread.
 Environment: CONNECTIONS ($CONNECTIONS), DURATION ($DURATION s), REPEAT ($REPEAT),
-SERVER ($SERVER: nginx|async), LOADGEN_CPU ($LOADGEN_CPU), SERVER_CPU ($SERVER_CPU),
+SERVER ($SERVER: async|nginx), LOADGEN_CPU ($LOADGEN_CPU), SERVER_CPU ($SERVER_CPU),
 LOADGEN ($LOADGEN), LOADGEN_ARGS, TICK (loadgen --tick; default loadgen's),
 FRACTIONS ($FRACTIONS), ASYNC_SERVER ($ASYNC_SERVER), WRK ($WRK), WRK_TARGET,
 RATE_TARGET, BOUND_PCT ($BOUND_PCT), OTHER_PCT ($OTHER_PCT).
@@ -51,6 +53,10 @@ USAGE
 # shellcheck source=bench/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 bench_help_only "$@"
+case "$SERVER" in
+    async | nginx) ;;
+    *) echo "loadgen-vs-wrk.sh: SERVER must be async or nginx, not '$SERVER'" >&2; exit 2 ;;
+esac
 # nginx-light and wrk, installed on demand (no system nginx is started)
 "$(dirname "${BASH_SOURCE[0]}")/../scripts/deps.sh" bench
 
