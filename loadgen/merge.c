@@ -14,8 +14,10 @@
 
 static const char *const error_keys[STATS_ERR_COUNT] = {"connect", "read",  "write",
                                                         "timeout", "parse", "status"};
-static const char *const hist_keys[4] = {"latency_us", "service_time_us", "send_lag_us",
-                                         "connection_wait_us"};
+#define NHIST 5
+#define OWN_LAG 4 /* send_lag_own_us: optional (older inputs lack it: then "unknown") */
+static const char *const hist_keys[NHIST] = {"latency_us", "service_time_us", "send_lag_us",
+                                             "connection_wait_us", "send_lag_own_us"};
 
 void merge_init(struct merge *m)
 {
@@ -32,7 +34,8 @@ void merge_free(struct merge *m)
 
 static struct histogram **stats_hist(struct stats *s, int i)
 {
-    struct histogram **hs[4] = {&s->latency, &s->service, &s->send_lag, &s->conn_wait};
+    struct histogram **hs[NHIST] = {&s->latency, &s->service, &s->send_lag, &s->conn_wait,
+                                    &s->own_lag};
     return hs[i];
 }
 
@@ -221,9 +224,19 @@ int merge_add_text(struct merge *m, const char *text, const char *name, char *er
                  name);
         goto out;
     }
-    for (int i = 0; i < 4; i++) {
-        struct histogram *h = hist_import(json_object_get(hists, hist_keys[i]), hist_keys[i],
-                                          why, sizeof why);
+    int own_missing = 0;
+    for (int i = 0; i < NHIST; i++) {
+        json_t *jh = json_object_get(hists, hist_keys[i]);
+        struct histogram *h;
+        if (i == OWN_LAG && jh == NULL) { /* an empty one in the send lag's layout */
+            uint64_t lo, hi;
+            int sig;
+            histogram_layout(s.send_lag, &lo, &hi, &sig);
+            h = histogram_new(lo, hi, sig);
+            own_missing = 1;
+        } else {
+            h = hist_import(jh, hist_keys[i], why, sizeof why);
+        }
         if (h == NULL) {
             snprintf(err, errlen, "%s: %s", name, why);
             goto out;
@@ -251,7 +264,7 @@ int merge_add_text(struct merge *m, const char *text, const char *name, char *er
         config_from_run(run, &m->cfg, mix, sizeof mix);
         memcpy(m->mix_name, mix, sizeof mix);
         memset(&m->total, 0, sizeof m->total);
-        for (int i = 0; i < 4; i++) {
+        for (int i = 0; i < NHIST; i++) {
             uint64_t lo, hi;
             int sig;
             histogram_layout(*stats_hist(&s, i), &lo, &hi, &sig);
@@ -263,6 +276,7 @@ int merge_add_text(struct merge *m, const char *text, const char *name, char *er
         snprintf(m->io, sizeof m->io, "mixed");
     }
     stats_merge(&m->total, &s);
+    m->own_lag_missing |= own_missing;
     m->cfg.threads += (unsigned)num_field(run, "threads", 0);
     m->cfg.connections += (unsigned)num_field(run, "connections", 0);
     double elapsed = num_field(run, "elapsed_s", 0);
@@ -298,10 +312,13 @@ int merge_add_text(struct merge *m, const char *text, const char *name, char *er
         a->has_send_lag = 1;
         a->send_lag_p99_ms = num_field(lag, "p99", 0);
         a->send_lag_max_ms = num_field(lag, "max", 0);
+        json_t *own = json_object_get(run, "send_lag_own_ms");
+        a->has_own_lag = json_is_object(own);
+        a->send_lag_own_p99_ms = num_field(own, "p99", 0);
     }
     rc = 0;
 out:
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < NHIST; i++)
         histogram_free(*stats_hist(&s, i));
     json_decref(doc);
     return rc;
@@ -346,6 +363,7 @@ void merge_report(const struct merge *m, struct report *r)
     r->hostname = m->hostnames;
     r->merged = m->n;
     r->agents = m->agents;
+    r->own_lag_unknown = m->own_lag_missing;
 }
 
 static void merge_usage(FILE *f)

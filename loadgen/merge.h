@@ -22,6 +22,7 @@ struct merge {
     double elapsed_s;       /* the longest input window */
     double cpu_user_s, cpu_sys_s;
     double cpu_pct_max;     /* the busiest input's loadgen_cpu_pct */
+    int own_lag_missing;    /* an input had no send_lag_own_us (an older build) */
     unsigned n;
     struct report_agent *agents;
 };

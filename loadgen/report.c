@@ -80,6 +80,14 @@ void report_print(const struct report *r, FILE *f)
                 ms(histogram_percentile(lag, 50.0)), ms(histogram_percentile(lag, 99.0)),
                 ms(histogram_max(lag)), (unsigned long long)histogram_total(lag),
                 (double)c->tick_ns / 1e3, c->tick_auto ? ", auto" : "");
+        const struct histogram *own = t->own_lag;
+        if (r->own_lag_unknown)
+            fputs("  send lag of loadgen's own: unknown (an input did not record it)\n", f);
+        else
+            fprintf(f, "  send lag of loadgen's own (not waiting for a response, ms): p50 %.3f  "
+                       "p99 %.3f  max %.3f\n",
+                    ms(histogram_percentile(own, 50.0)), ms(histogram_percentile(own, 99.0)),
+                    ms(histogram_max(own)));
         fprintf(f, "  waited for a free connection: %llu requests (p99 wait %.3f ms); "
                    "planned but not sent: %llu\n",
                 (unsigned long long)t->requests_waited,
@@ -148,11 +156,17 @@ static void json_agents(FILE *f, const struct report *r)
                    ",\"requests_completed\":%llu,\"errors_total\":%llu",
                 a->threads, a->cpu_pct, a->elapsed_s, (unsigned long long)a->requests_completed,
                 (unsigned long long)a->errors_total);
-        if (a->has_send_lag)
-            fprintf(f, ",\"send_lag_p99_ms\":%.3f,\"send_lag_max_ms\":%.3f}", a->send_lag_p99_ms,
-                    a->send_lag_max_ms);
+        if (a->has_send_lag && a->has_own_lag)
+            fprintf(f, ",\"send_lag_p99_ms\":%.3f,\"send_lag_max_ms\":%.3f"
+                       ",\"send_lag_own_p99_ms\":%.3f}",
+                    a->send_lag_p99_ms, a->send_lag_max_ms, a->send_lag_own_p99_ms);
+        else if (a->has_send_lag)
+            fprintf(f, ",\"send_lag_p99_ms\":%.3f,\"send_lag_max_ms\":%.3f"
+                       ",\"send_lag_own_p99_ms\":null}",
+                    a->send_lag_p99_ms, a->send_lag_max_ms);
         else
-            fputs(",\"send_lag_p99_ms\":null,\"send_lag_max_ms\":null}", f);
+            fputs(",\"send_lag_p99_ms\":null,\"send_lag_max_ms\":null"
+                  ",\"send_lag_own_p99_ms\":null}", f);
     }
     fputc(']', f);
 }
@@ -229,6 +243,8 @@ void report_json(const struct report *r, FILE *f)
     json_hist_or_null(f, t->send_lag, constant);
     fputs(",\"connection_wait_ms\":", f);
     json_hist_or_null(f, t->conn_wait, constant);
+    fputs(",\"send_lag_own_ms\":", f);
+    json_hist_or_null(f, t->own_lag, constant && !r->own_lag_unknown);
     fprintf(f, ",\"out_of_range\":%llu", (unsigned long long)histogram_out_of_range(t->latency));
     fprintf(f, ",\"loadgen_cpu_s\":{\"user\":%.6f,\"sys\":%.6f,\"total\":%.6f}",
             r->cpu_user_s, r->cpu_sys_s, r->cpu_user_s + r->cpu_sys_s);
@@ -304,6 +320,10 @@ int report_write_hist(const struct report *r, const char *path)
     json_hist_buckets(f, "send_lag_us", t->send_lag);
     fputc(',', f);
     json_hist_buckets(f, "connection_wait_us", t->conn_wait);
+    if (!r->own_lag_unknown) { /* absent, as in its inputs: a re-merge stays unknown */
+        fputc(',', f);
+        json_hist_buckets(f, "send_lag_own_us", t->own_lag);
+    }
     fputs("}}\n", f);
     return close_checked(f);
 }

@@ -21,9 +21,11 @@ struct report_agent {
     double elapsed_s;
     uint64_t requests_completed;
     uint64_t errors_total;
-    int has_send_lag;        /* constant rate: the two below are set */
+    int has_send_lag;        /* constant rate: the three below are set */
     double send_lag_p99_ms;
     double send_lag_max_ms;
+    double send_lag_own_p99_ms; /* the generator's own part of it (stats.h own_lag), when */
+    int has_own_lag;            /* the agent reported it (its build has it) */
 };
 
 struct report {
@@ -38,6 +40,7 @@ struct report {
     const char *hostname;
     unsigned merged;         /* 0: one run; N: a merge of N runs */
     const struct report_agent *agents; /* merge: one per input */
+    int own_lag_unknown;     /* merge: an input did not record the own send lag */
 };
 
 /* Writes the human summary to f. */
@@ -48,7 +51,8 @@ void report_json(const struct report *r, FILE *f);
 int report_write_json(const struct report *r, const char *path);
 /* Writes the lossless file to path: {"format":"loadgen-hist-1","run":<the --json
  * document>,"histograms":{"latency_us":H,"service_time_us":H,"send_lag_us":H,
- * "connection_wait_us":H}}, H = {"lowest","highest","sig_figs","unit":"us","total","min",
+ * "connection_wait_us":H,"send_lag_own_us":H (absent when unknown)}},
+ * H = {"lowest","highest","sig_figs","unit":"us","total","min",
  * "max","sum","out_of_range","buckets":[[value,count],...]} (non-empty buckets, value =
  * the bucket's highest equivalent value). 0 or a negative errno. */
 int report_write_hist(const struct report *r, const char *path);

@@ -20,6 +20,7 @@ void stats_init(struct stats *s)
     s->service = stats_histogram_new();
     s->send_lag = stats_histogram_new();
     s->conn_wait = stats_histogram_new();
+    s->own_lag = stats_histogram_new();
 }
 
 void stats_free(struct stats *s)
@@ -28,7 +29,8 @@ void stats_free(struct stats *s)
     histogram_free(s->service);
     histogram_free(s->send_lag);
     histogram_free(s->conn_wait);
-    s->latency = s->service = s->send_lag = s->conn_wait = NULL;
+    histogram_free(s->own_lag);
+    s->latency = s->service = s->send_lag = s->conn_wait = s->own_lag = NULL;
 }
 
 void stats_merge(struct stats *dst, const struct stats *src)
@@ -49,7 +51,8 @@ void stats_merge(struct stats *dst, const struct stats *src)
     if (histogram_merge(dst->latency, src->latency) < 0 ||
         histogram_merge(dst->service, src->service) < 0 ||
         histogram_merge(dst->send_lag, src->send_lag) < 0 ||
-        histogram_merge(dst->conn_wait, src->conn_wait) < 0)
+        histogram_merge(dst->conn_wait, src->conn_wait) < 0 ||
+        histogram_merge(dst->own_lag, src->own_lag) < 0)
         panic("histogram layouts differ");
 }
 

@@ -36,6 +36,9 @@ struct stats {
     struct histogram *service;     /* uncorrected: from the actual send */
     struct histogram *send_lag;    /* actual send - planned send, every request sent */
     struct histogram *conn_wait;   /* the send lag of the requests_waited */
+    struct histogram *own_lag;     /* the part of send_lag that was the generator's own:
+                                    * actual send - max(planned send, when the connection it
+                                    * went on got room, i.e. its last response arrived) */
     uint64_t progress_completed; /* mirrors for the progress line (atomics.h, relaxed) */
     uint64_t progress_errors;
 };

@@ -29,6 +29,7 @@
 #include <uv.h>
 
 #include "atomics.h"
+#include "held.h"
 #include "plan.h"
 #include "timebase.h"
 #include "uring.h"
@@ -109,13 +110,14 @@ struct worker {
     int first_error;
     unsigned pending_connects;
     uint64_t now_ns;          /* time of the current wake-up / read batch / response */
-    uint64_t wake_time_ns;    /* io_uring: time of the current wake-up */
+    uint64_t wake_time_ns;    /* io_uring, tick loop: time of the current wake-up */
     uint64_t measure_start_ns;
     uint64_t end_ns;
     uint64_t stop_ns;
     /* constant rate */
     struct plan plan;
     uint64_t blocked_ns;      /* last turn that found requests due and no free connection */
+    struct held held;         /* while no connection was free: the server's share of lag */
     uint64_t wake_ns;         /* when the next turn must run for the schedule; 0 = none */
     uint64_t tick_ns;
     uint64_t grid_origin_ns;  /* the run's start + this stream's share of a tick */
@@ -379,14 +381,20 @@ static void dispatch_due(struct worker *w, uint64_t now_ns)
         }
         if (c == NULL) {
             w->blocked_ns = now_ns; /* everything due now waits for a connection */
+            held_begin(&w->held, now_ns);
             break;
         }
         conn_queue_request(c, due, now_ns);
         if (conn_has_room(c))
             ready_push(w, c); /* pipelining: back of the queue, so the load rotates */
+        else if (w->nready == 0)
+            held_begin(&w->held, now_ns); /* the last free one: the server holds them all */
         if (in_window(w, now_ns)) {
             uint64_t lag_us = ns_to_us_ceil(now_ns - due);
             histogram_record(w->stats.send_lag, lag_us);
+            uint64_t server_ns = held_at(&w->held, now_ns) - held_at(&w->held, due);
+            uint64_t own_ns = now_ns - due > server_ns ? now_ns - due - server_ns : 0;
+            histogram_record(w->stats.own_lag, ns_to_us_ceil(own_ns));
             if (due <= w->blocked_ns) {
                 w->stats.requests_waited++;
                 histogram_record(w->stats.conn_wait, lag_us);
@@ -394,6 +402,10 @@ static void dispatch_due(struct worker *w, uint64_t now_ns)
         }
         plan_advance(&w->plan);
     }
+    /* A pass that leaves a connection free ends the hold; one that sends the backlog's next
+     * round and takes them all again continues it (its reading and sending are that round). */
+    if (w->nready > 0)
+        held_end(&w->held, now_ns);
     uint64_t next = tick_ceil(w, plan_peek(&w->plan));
     if (next >= w->end_ns)
         w->wake_ns = 0;
@@ -1149,6 +1161,7 @@ static void *worker_main(void *arg)
         plan_init(&w->plan, cfg->arrivals, cfg->rate,
                   plan_stream(cfg->agent_index, cfg->agent_count, w->id), streams, start,
                   cfg->seed);
+        held_init(&w->held);
     }
     if (!w->use_uring && !w->tick_loop) {
         uv_check_init(&w->loop, &w->turn);

@@ -18,6 +18,7 @@ STALL_MS="${STALL_MS:-500}"      # the one stall of stall_server
 CO_RATE="${CO_RATE:-1000}"       # req/s for the coordinated-omission run
 CO_SECS="${CO_SECS:-3}"
 CO_CONNS="${CO_CONNS:-10}"
+GEN_STALL_MS="${GEN_STALL_MS:-200}" # the load generator stopped this long (SIGSTOP)
 RATE="${RATE:-2000}"             # req/s for the rate-accuracy run (far below capacity)
 RATE_SECS="${RATE_SECS:-2}"
 AUTO_RATE="${AUTO_RATE:-8000}"   # req/s of the --tick auto run (above 4,000: coarser tick)
@@ -145,6 +146,39 @@ check "stall: $waited requests waited for a free connection (>= $want_waited)" \
 cw99=$(jget "$TMP/co.json" .connection_wait_ms.p99)
 check "stall: their p99 wait $cw99 ms is most of the stall (>= $((STALL_MS / 2)) ms)" \
     fcmp "$cw99" '>=' "$((STALL_MS / 2))"
+# That wait was the server's: every connection held a request it had not answered, so the
+# generator's own part of the send lag stays small while the lag itself is the stall.
+lag99=$(jget "$TMP/co.json" .send_lag_ms.p99)
+own99=$(jget "$TMP/co.json" .send_lag_own_ms.p99)
+check "server stall: the own send lag is reported (send_lag_own_ms.p99 $own99)" \
+    jtrue '.send_lag_own_ms.p99 | type == "number"' "$TMP/co.json"
+check "server stall: send lag p99 $lag99 ms >= $((STALL_MS / 2)) ms, loadgen's own p99 $own99 ms < $((STALL_MS / 20)) ms" \
+    bash -c "fcmp() { awk -v a=\"\$1\" -v b=\"\$3\" \"BEGIN { exit !(a \$2 b) }\"; }; fcmp $lag99 '>=' $((STALL_MS / 2)) && fcmp $own99 '<' $((STALL_MS / 20))"
+
+# ---- the generator's own stall ----
+# The same schedule against a server that never stalls, with the load generator stopped
+# (SIGSTOP) for GEN_STALL_MS: the requests due meanwhile wait for it, not for the server,
+# though more than 1% of them then wait for a connection (the backlog is larger than the
+# connections), which is what made the old rule excuse such a lag as the server's.
+start_helper stall_server --stall-ms 0
+"$LOADGEN" --url "http://127.0.0.1:$SERVER_PORT" --rate "$CO_RATE" --duration "$CO_SECS" \
+    --connections "$CO_CONNS" --json "$TMP/gstall.json" --quiet &
+gen=$!
+PIDS+=("$gen")
+sleep 1.5
+kill -STOP "$gen"
+sleep "$(awk -v s="$GEN_STALL_MS" 'BEGIN { print s / 1000 }')"
+kill -CONT "$gen"
+wait "$gen"
+stop_helper
+lag99=$(jget "$TMP/gstall.json" .send_lag_ms.p99)
+own99=$(jget "$TMP/gstall.json" .send_lag_own_ms.p99)
+gwaited=$(jget "$TMP/gstall.json" .requests_waited_for_connection)
+gdone=$(jget "$TMP/gstall.json" .requests_completed)
+check "generator stall: $gwaited of $gdone requests waited for a connection (> 1%)" \
+    fcmp "$gwaited" '>' "$(awk -v d="$gdone" 'BEGIN { print d / 100 }')"
+check "generator stall: loadgen's own send lag p99 $own99 ms >= $((GEN_STALL_MS / 2)) ms (lag p99 $lag99 ms)" \
+    fcmp "$own99" '>=' "$((GEN_STALL_MS / 2))"
 
 # ---- rate accuracy ----
 start_helper stall_server --stall-ms 0
