@@ -199,6 +199,21 @@ class TestRules(unittest.TestCase):
                  "requests_waited_for_connection": 200}
         self.assertFalse(rules.loadgen_bound(phase, 1, False))
 
+    def test_own_lag_decides_when_reported(self):
+        # a generator stall with a backlog larger than its connections: 4% waited for a
+        # connection, which the whole-lag rule took for the server's; the own lag says it was not
+        stall = {"loadgen_cpu_pct": 50, "send_lag_p99_ms": 37.0, "send_lag_own_p99_ms": 36.2,
+                 "requests_completed": 801000, "requests_waited_for_connection": 31732}
+        self.assertTrue(rules.loadgen_bound(stall, 1, False))
+        self.assertFalse(rules.loadgen_bound(dict(stall, send_lag_own_p99_ms=None), 1, False))
+        self.assertIn("own send lag p99 36.200 ms > 1 ms (of a send lag p99 37.000 ms)", rules.lag_reason(stall))
+        # the server held every connection: a long lag, little of it the generator's own,
+        # whether or not many requests were counted as waiting
+        held = {"loadgen_cpu_pct": 50, "send_lag_p99_ms": 465.0, "send_lag_own_p99_ms": 0.9,
+                "requests_completed": 3000, "requests_waited_for_connection": 0}
+        self.assertFalse(rules.loadgen_bound(held, 1, False))
+        self.assertTrue(rules.loadgen_bound(dict(held, send_lag_own_p99_ms=1.2), 1, False))
+
     def test_quiet_threshold_scales_with_server_cpus(self):
         self.assertTrue(rules.quiet({"server_cpus_other_pct": 10.0}, 1))
         self.assertFalse(rules.quiet({"server_cpus_other_pct": 10.5}, 1))

@@ -35,8 +35,8 @@ FIELDS = [
     "latency_p50_ms", "latency_p75_ms", "latency_p90_ms", "latency_p99_ms", "latency_p99_9_ms",
     "latency_p99_99_ms", "latency_max_ms", "latency_mean_ms",
     "service_time_p50_ms", "service_time_p99_ms", "service_time_max_ms",
-    "send_lag_p50_ms", "send_lag_p99_ms", "send_lag_max_ms", "requests_waited_for_connection",
-    "requests_completed", "measured_window_s", "server_cpu_window_s",
+    "send_lag_p50_ms", "send_lag_p99_ms", "send_lag_max_ms", "send_lag_own_p99_ms",
+    "send_lag_own_max_ms", "requests_waited_for_connection", "requests_completed", "measured_window_s", "server_cpu_window_s",
     "server_cpu_pct", "server_cpu_s", "req_per_cpu_sec", "server_rss_mb",
     "handler_p99_us", "handler_p50_us",
     "server_cpus_busy_pct", "server_cpus_other_pct", "server_cpus_steal_pct",
@@ -103,8 +103,8 @@ def loadgen_pct(lg):
     return None
 
 
-def _lag(lg, key):
-    lag = lg.get("send_lag_ms")
+def _lag(lg, key, which="send_lag_ms"):
+    lag = lg.get(which)
     return lag.get(key) if isinstance(lag, dict) and is_num(lag.get(key)) else None
 
 
@@ -133,6 +133,7 @@ def agents_figures(run_dir, phase, lg):
             "connections": f.get("connections"),
             "loadgen_cpu_pct": _round(m["loadgen_cpu_pct"], 2) if is_num(m.get("loadgen_cpu_pct")) else None,
             "send_lag_p99_ms": m.get("send_lag_p99_ms"), "send_lag_max_ms": m.get("send_lag_max_ms"),
+            "send_lag_own_p99_ms": m.get("send_lag_own_p99_ms"),
             "requests_completed": m.get("requests_completed"), "errors_total": m.get("errors_total"),
             "requests_waited_for_connection": own.get("requests_waited_for_connection"),
             "elapsed_s": m.get("elapsed_s"),
@@ -158,6 +159,8 @@ def phase_figures(run_dir, phase, clk_tck, n_srv):
         "loadgen_wall_s": phase.get("wall_s"),
         "send_lag_p50_ms": _lag(lg, "p50"), "send_lag_p99_ms": _lag(lg, "p99"),
         "send_lag_max_ms": _lag(lg, "max"),
+        "send_lag_own_p99_ms": _lag(lg, "p99", "send_lag_own_ms"),
+        "send_lag_own_max_ms": _lag(lg, "max", "send_lag_own_ms"),
         "requests_waited_for_connection": lg.get("requests_waited_for_connection"),
         "errors": lg.get("errors"), "errors_total": _errors_total(lg),
         "status_counts": lg.get("status_counts"),
@@ -245,7 +248,8 @@ def build(run_dir):
                 "status_counts": f["status_counts"], "unexpected_status_counts": f["unexpected_status_counts"],
                 "in_flight_at_end": f["in_flight_at_end"],
             })
-            for k in ("send_lag_p50_ms", "send_lag_p99_ms", "send_lag_max_ms", "requests_waited_for_connection",
+            for k in ("send_lag_p50_ms", "send_lag_p99_ms", "send_lag_max_ms", "send_lag_own_p99_ms",
+                      "send_lag_own_max_ms", "requests_waited_for_connection",
                       "server_cpus_busy_pct", "server_cpus_other_pct", "server_cpus_steal_pct"):
                 res[k] = f[k]
             val["rate_held"] = rules.rate_held(res["sustained_rps"], res["target_rps"])

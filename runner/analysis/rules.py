@@ -11,11 +11,14 @@ SATURATED_CPU_PCT = 90.0
 # its CPUs: at 91-99% the corrected latency was measured to equal connections / rate (every
 # connection busy, requests queued inside the load generator), at 83-85% it was not.
 LOADGEN_CPU_PCT = 90.0
-# ... or, at a constant rate, when requests left the load generator late: the 99th
-# percentile of the send lag (actual write time minus planned time) above this bound, in ms.
+# ... or, at a constant rate, when requests left the load generator late on its own account:
+# the 99th percentile of its own send lag (actual write time minus due time, less the time
+# every connection was held by the server) above this bound, in ms.
 SEND_LAG_P99_MS = 1.0
-# ... except when the lag is the server's doing: more than this fraction of the requests
-# waited for a free connection (every connection was busy with a response not yet received).
+# Results from a load generator that did not report its own lag (before 2026-12-01) are
+# judged on the whole lag, except when more than this fraction of the requests waited for a
+# free connection (then the lag was taken for the server's; a generator stall with a backlog
+# larger than its connections looks the same, which is why the own lag replaced it).
 WAITED_FRACTION = 0.01
 # A phase is crowded when processes other than the server used more than this percent of
 # each server CPU (interrupts, steal and stray work count).
@@ -38,12 +41,13 @@ def saturated(probe, n_server_cpus):
 
 def loadgen_bound(phase, n_loadgen_cpus, closed_loop, server_saturated=None):
     """Whether the load generator, not the server, limited PHASE (a dict with loadgen_cpu_pct,
-    send_lag_p99_ms, requests_completed, requests_waited_for_connection).
+    send_lag_own_p99_ms, or for older results send_lag_p99_ms, requests_completed and
+    requests_waited_for_connection).
 
     Closed loop (the probe): the load generator set the rate when its CPU reached
     LOADGEN_CPU_PCT while the server was not saturated. Constant rate: when its CPU reached
-    LOADGEN_CPU_PCT (it could not keep up with its own schedule), or when the send lag p99
-    exceeded SEND_LAG_P99_MS without the server holding the connections. None when unknown."""
+    LOADGEN_CPU_PCT (it could not keep up with its own schedule), or when its own send lag
+    p99 exceeded SEND_LAG_P99_MS (see lag_bound). None when unknown."""
     cpu = phase.get("loadgen_cpu_pct")
     if not is_num(cpu):
         return None
@@ -87,17 +91,35 @@ def agents_bound_reason(agents):
         if is_num(a.get("loadgen_cpu_pct")) and a["loadgen_cpu_pct"] >= LOADGEN_CPU_PCT * n:
             why.append(f"loadgen CPU {fmt_pct(a['loadgen_cpu_pct'])} of {n} CPU(s)")
         if lag_bound(a):
-            why.append(f"send lag p99 {a['send_lag_p99_ms']:.3f} ms > {SEND_LAG_P99_MS:g} ms")
+            why.append(lag_reason(a))
         out.append(agent_name(a) + " " + ", ".join(why))
     return "; ".join(out)
 
 
 def lag_bound(phase):
-    """True when a constant-rate phase sent late on its own account (see loadgen_bound)."""
+    """True when a constant-rate phase sent late on its own account: its own send lag p99
+    (send_lag_own_p99_ms) above SEND_LAG_P99_MS; for a result without it, the whole lag's
+    p99 above it while at most WAITED_FRACTION of the requests waited for a connection."""
+    own = phase.get("send_lag_own_p99_ms")
+    if is_num(own):
+        return own > SEND_LAG_P99_MS
     lag = phase.get("send_lag_p99_ms")
     if not is_num(lag) or lag <= SEND_LAG_P99_MS:
         return False
     return not waited_much(phase)
+
+
+def lag_reason(phase):
+    """'own send lag p99 X ms > 1 ms' (or the whole lag's, for an older result)."""
+    own = phase.get("send_lag_own_p99_ms")
+    if is_num(own):
+        return (f"own send lag p99 {own:.3f} ms > {SEND_LAG_P99_MS:g} ms (of a send lag p99 "
+                f"{fmt_ms(phase.get('send_lag_p99_ms'))})")
+    return f"send lag p99 {phase['send_lag_p99_ms']:.3f} ms > {SEND_LAG_P99_MS:g} ms"
+
+
+def fmt_ms(v):
+    return f"{v:.3f} ms" if is_num(v) else "unknown"
 
 
 def waited_much(phase):
@@ -190,7 +212,7 @@ def sustain_problems(run):
         if is_num(run.get("loadgen_cpu_pct")) and run["loadgen_cpu_pct"] >= LOADGEN_CPU_PCT * n_lg:
             why.append(f"loadgen CPU {fmt_pct(run['loadgen_cpu_pct'])} of {n_lg} CPU(s)")
         if lag_bound(run):
-            why.append(f"send lag p99 {run['send_lag_p99_ms']:.3f} ms > {SEND_LAG_P99_MS:g} ms")
+            why.append(lag_reason(run))
         out.append(("loadgen-bound", "the load generator could not keep its schedule ("
                     + ", ".join(why or ["see loadgen.json"]) + ")"))
     if val.get("rate_held") is False:

@@ -17,7 +17,8 @@ REQUIRED = ("s1", "s2")
 BRIEF = ["run", "server", "scenario", "kind", "repeat", "failure", "saturation_rps", "target_rps",
          "sustained_rps", "latency_p50_ms", "latency_p90_ms", "latency_p99_ms", "latency_p99_9_ms",
          "latency_max_ms", "server_cpu_pct", "req_per_cpu_sec", "server_rss_mb", "handler_p99_us",
-         "loadgen_cpu_pct", "send_lag_p99_ms", "requests_waited_for_connection", "server_cpus_busy_pct",
+         "loadgen_cpu_pct", "send_lag_p99_ms", "send_lag_own_p99_ms", "requests_waited_for_connection",
+         "server_cpus_busy_pct",
          "server_cpus_other_pct", "errors_total", "validity", "flags", "problems"]
 LOADGEN_MARK = "\u2020"  # dagger: latency limited by the load generator
 
@@ -217,6 +218,13 @@ def u(v, d, unit):
     return "n/a" if not is_num(v) else f"{n(v, d)} {unit}"
 
 
+def lag(r):
+    """A brief's send lag p99, with the load generator's own part when it was measured."""
+    text = u((r or {}).get("send_lag_p99_ms"), 3, "ms")
+    own = (r or {}).get("send_lag_own_p99_ms")
+    return f"{text} (own {n(own, 3)} ms)" if is_num(own) and text != "n/a" else text
+
+
 def lat(r, key):
     """A latency of brief R, marked when the load generator limited it."""
     if r is None:
@@ -308,7 +316,7 @@ def render_markdown(index):
     w("")
     w(f"req/s is the rate sustained at SAT_RATIO x that server's own first probe; p99 is coordinated-omission "
       f"corrected latency; CPU is percent of one CPU. {LOADGEN_MARK} marks a latency limited by the load generator "
-      f"(loadgen-bound: its CPU >= {rules.LOADGEN_CPU_PCT:g}% or its send lag p99 > {rules.SEND_LAG_P99_MS:g} ms): "
+      f"(loadgen-bound: its CPU >= {rules.LOADGEN_CPU_PCT:g}% or its own send lag p99 > {rules.SEND_LAG_P99_MS:g} ms): "
       "it measures the load generator's queue, not the server.")
     w("")
     w("## Equal load (both servers at SAT_RATIO x the slower one's median saturation)")
@@ -326,8 +334,12 @@ def render_markdown(index):
           f"{lat(a, 'latency_p99_9_ms')} | {lat(b, 'latency_p99_9_ms')} | {u((a or {}).get('server_cpu_pct'), 1, '%')} | "
           f"{u((b or {}).get('server_cpu_pct'), 1, '%')} | {n((a or {}).get('req_per_cpu_sec'))} | "
           f"{n((b or {}).get('req_per_cpu_sec'))} | {u((a or {}).get('handler_p99_us'), 0, 'us')} | "
-          f"{u((b or {}).get('handler_p99_us'), 0, 'us')} | {u((a or {}).get('send_lag_p99_ms'), 3, 'ms')} | "
-          f"{u((b or {}).get('send_lag_p99_ms'), 3, 'ms')} | actor: {validity(a)}; async: {validity(b)} |")
+          f"{u((b or {}).get('handler_p99_us'), 0, 'us')} | {lag(a)} | "
+          f"{lag(b)} | actor: {validity(a)}; async: {validity(b)} |")
+    if any(s.get("equal_load") for s in index["scenarios"]):
+        w("")
+        w("Send lag is the time a request was written minus the time it was due; \"own\" is the part that was the "
+          "load generator's, not time every connection spent waiting for the server's response (SPEC.md section 6).")
     out.extend(sweep.markdown_lines(index))
     out.extend(scaling.markdown_lines(index))
     if index.get("failures"):

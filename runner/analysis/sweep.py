@@ -25,7 +25,8 @@ LOW_LOAD_MAX_FRACTION = 0.3
 UNKNOWN_FLAGS = ("loadgen-bound", "other load", "no CPU figure", "no sustain", "no result")
 STEP_FIELDS = ("latency_p50_ms", "latency_p90_ms", "latency_p99_ms", "latency_p99_9_ms", "latency_max_ms",
                "server_cpu_pct", "req_per_cpu_sec", "handler_p99_us", "errors", "errors_total",
-               "loadgen_cpu_pct", "send_lag_p99_ms", "requests_waited_for_connection", "server_cpus_other_pct")
+               "loadgen_cpu_pct", "send_lag_p99_ms", "send_lag_own_p99_ms", "requests_waited_for_connection",
+               "server_cpus_other_pct")
 
 
 def default_rates(base):
