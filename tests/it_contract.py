@@ -652,6 +652,16 @@ def check_cli(tag):
         T.ok(p.returncode == 2 and "usage" in err.lower(),
              tag + "%s -> exit 2 with usage on stderr" % " ".join(bad),
              "rc %d: %s" % (p.returncode, err[:500]))
+    # the first line says what was wrong: the flag and the value given, or the missing value
+    for bad, want in ((["--port", "notaport"], ("--port", "'notaport'")),
+                      (["--threads", "0"], ("--threads", "'0'")),
+                      (["--store=redis"], ("--store", "'redis'")),
+                      (["--port"], ("'--port'", "needs a value"))):
+        p = subprocess.run([SERVER] + bad, capture_output=True, timeout=10)
+        first = (p.stderr.decode("utf-8", "replace").splitlines() or [""])[0]
+        T.ok(p.returncode == 2 and all(w in first for w in want),
+             tag + "%s -> first stderr line names %s" % (" ".join(bad), " and ".join(want)),
+             "rc %d: %r" % (p.returncode, first))
 
 
 def check_max_conns_and_env_bearer(tmpdir):
