@@ -204,7 +204,7 @@ parse_args() {
     warmup_sec=$((10#$warmup_sec)) measure_sec=$((10#$measure_sec)) probe_sec=$((10#$probe_sec))
     sweep_warmup_sec=$((10#$sweep_warmup_sec)) sweep_measure_sec=$((10#$sweep_measure_sec))
     probe_warmup_sec=$((10#$probe_warmup_sec)) wrk_conns=$((10#$wrk_conns))
-    if [[ ! "$SAT_RATIO" =~ ^(0?\.[0-9]+|1(\.0*)?)$ ]] || ! awk -v r="$SAT_RATIO" 'BEGIN { exit !(r > 0 && r <= 1) }'; then
+    if ! sat_ratio_valid "$SAT_RATIO"; then
         usage_error "SAT_RATIO must be in (0, 1], got '$SAT_RATIO'"
     fi
     is_pos_int "$SEED_USERS" || usage_error "SEED_USERS must be a whole number > 0, got '$SEED_USERS'"
@@ -273,7 +273,7 @@ parse_args() {
     fi
 
     [[ -n "$BATCH" ]] || BATCH=$(batch_id_new)
-    [[ "$BATCH" =~ ^[A-Za-z0-9._-]+$ ]] || usage_error "batch id may hold only [A-Za-z0-9._-], got '$BATCH'"
+    batch_id_valid "$BATCH" || usage_error "batch id may hold only [A-Za-z0-9._-] and is not . or .., got '$BATCH'"
     [[ "$RUN_SUFFIX" =~ ^[A-Za-z0-9._-]*$ ]] || usage_error "bad RUN_SUFFIX '$RUN_SUFFIX'"
     kind=saturation
     [[ -z "$TARGET_RPS" ]] || kind=equal-load

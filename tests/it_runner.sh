@@ -59,6 +59,25 @@ is "run_all.sh unknown scenario exits 2" "$(rc_of "$ROOT/run_all.sh" --scenarios
 is "summarize.sh without a batch exits 2" "$(rc_of "$ROOT/runner/summarize.sh")" 2
 is "runner.sh --probe-only with TARGET_RPS exits 2" "$(TARGET_RPS=100 rc_of "$ROOT/runner.sh" async-mem s1 --smoke --probe-only)" 2
 is "run_all.sh --repeats=0 exits 2" "$(rc_of "$ROOT/run_all.sh" --smoke --repeats=0)" 2
+# Bad input that must stop before anything runs or any batch folder is made (in a results
+# folder of its own, which must stay empty).
+usage_res="$TMP/usage-results"
+mkdir -p "$usage_res"
+is "run_all.sh --quick --smoke exits 2 (they exclude each other)" \
+    "$(RESULTS_DIR="$usage_res" rc_of "$ROOT/run_all.sh" --quick --smoke --scenarios=s1)" 2
+is "run_all.sh --batch=.. exits 2 (it would write into the project root)" \
+    "$(RESULTS_DIR="$usage_res" rc_of "$ROOT/run_all.sh" --smoke --scenarios=s1 --batch=..)" 2
+is "runner.sh --batch=. exits 2 (it would write into results/ itself)" \
+    "$(RESULTS_DIR="$usage_res" rc_of "$ROOT/runner.sh" async-mem s1 --smoke --batch=.)" 2
+is "run_all.sh SAT_RATIO=abc exits 2" \
+    "$(RESULTS_DIR="$usage_res" SAT_RATIO=abc rc_of "$ROOT/run_all.sh" --smoke --scenarios=s1)" 2
+is "run_all.sh SAT_RATIO=1.5 exits 2" \
+    "$(RESULTS_DIR="$usage_res" SAT_RATIO=1.5 rc_of "$ROOT/run_all.sh" --smoke --scenarios=s1)" 2
+is "run_all.sh EQUAL_WARMUP_SEC=abc exits 2" \
+    "$(RESULTS_DIR="$usage_res" EQUAL_WARMUP_SEC=abc rc_of "$ROOT/run_all.sh" --smoke --scenarios=s1)" 2
+is "run_all.sh EQUAL_MEASURE_SEC=0 exits 2" \
+    "$(RESULTS_DIR="$usage_res" EQUAL_MEASURE_SEC=0 rc_of "$ROOT/run_all.sh" --smoke --scenarios=s1)" 2
+is "no usage error left a batch folder behind" "$(find "$usage_res" -mindepth 1 | head -3)" ""
 
 ok "shellcheck: runner.sh, run_all.sh, runner/*.sh, this test" \
     quiet bash -c "cd '$ROOT' && shellcheck -x runner.sh run_all.sh runner/*.sh tests/it_runner.sh"
