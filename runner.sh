@@ -147,8 +147,9 @@ parse_args() {
     for arg in "$@"; do
         case "$arg" in
             -h|--help) usage; exit 0 ;;
-            --quick) mode=quick ;;
-            --smoke) mode=smoke ;;
+            --quick|--smoke)
+                [[ "$mode" == full || "$mode" == "${arg#--}" ]] || usage_error "--quick and --smoke exclude each other"
+                mode=${arg#--} ;;
             --measure-sec=*) opt_measure=${arg#*=} ;;
             --warmup-sec=*) opt_warmup=${arg#*=} ;;
             --probe-sec=*) opt_probe=${arg#*=} ;;

@@ -65,6 +65,8 @@ usage_res="$TMP/usage-results"
 mkdir -p "$usage_res"
 is "run_all.sh --quick --smoke exits 2 (they exclude each other)" \
     "$(RESULTS_DIR="$usage_res" rc_of "$ROOT/run_all.sh" --quick --smoke --scenarios=s1)" 2
+is "runner.sh --smoke --quick exits 2 (they exclude each other)" \
+    "$(RESULTS_DIR="$usage_res" rc_of "$ROOT/runner.sh" async-mem s1 --smoke --quick)" 2
 is "run_all.sh --batch=.. exits 2 (it would write into the project root)" \
     "$(RESULTS_DIR="$usage_res" rc_of "$ROOT/run_all.sh" --smoke --scenarios=s1 --batch=..)" 2
 is "runner.sh --batch=. exits 2 (it would write into results/ itself)" \
