@@ -393,6 +393,39 @@ class TestVerdict(unittest.TestCase):
         self.assertIn("on saturation req/s", idx["verdict"]["headline"])
         self.assertIn("range 0.500-0.700", idx["verdict"]["headline"])
 
+    def test_nan_or_missing_saturation_figure_is_no_figure_never_a_verdict(self):
+        """A result.json holding NaN (Python's json writes it; it is not JSON) or null for
+        saturation_rps: the pair has no figure, named by server; never a ratio, a FAIL, or NaN
+        in index.json or 'None'/'nan' in summary.md."""
+        b = self.batch()
+        b.scenario("s1", [60000] * 3, [100000] * 3, eq=(95000, 100000))
+        b.scenario("s2", [90000] * 3, [100000] * 3, eq=(1e5, 1e5))
+        for name, value in (("actor-mem-s1", float("nan")), ("actor-mem-s1-probe2", float("inf")),
+                            ("actor-mem-s1-probe3", None)):
+            path = os.path.join(b.dir, name, "result.json")
+            with open(path, encoding="utf-8") as fh:
+                doc = json.load(fh)
+            doc["saturation_rps"] = value
+            doc["probe"]["rps"] = value
+            with open(path, "w", encoding="utf-8") as fh:
+                json.dump(doc, fh)
+        with open(os.path.join(b.dir, "matrix.json"), "w", encoding="utf-8") as fh:
+            json.dump(b.matrix, fh)
+        summary.write(b.dir)
+
+        def no_constant(name):
+            raise ValueError("index.json holds " + name)
+        with open(os.path.join(b.dir, "index.json"), encoding="utf-8") as fh:
+            idx = json.load(fh, parse_constant=no_constant)
+        s1 = scen(idx, "s1")
+        self.assertEqual(s1["pairs_used"], 0)
+        self.assertEqual(s1["basis"], "req_per_cpu_sec")
+        self.assertEqual(s1["verdict"], "PASS")
+        self.assertEqual({r["server"] for e in s1["excluded_pairs"] for r in e["reasons"]}, {"actor-mem"})
+        with open(os.path.join(b.dir, "summary.md"), encoding="utf-8") as fh:
+            text = fh.read()
+        self.assertNotRegex(text, r"\bNone\b|\bnan\b|\binf\b")
+
     def test_exact_target_passes_and_below_fails(self):
         b = self.batch()
         b.scenario("s1", [50000], [100000], eq=(1e5, 1e5))

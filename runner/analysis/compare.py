@@ -9,7 +9,7 @@ import json
 import os
 import sys
 
-from . import summary
+from . import rules, summary
 
 # (field, name, better, unit, decimals, noise class)
 METRICS = [
@@ -101,7 +101,7 @@ def flags_of(run):
 
 def load(batch_dir):
     with open(os.path.join(batch_dir, "index.json"), encoding="utf-8") as fh:
-        index = json.load(fh)
+        index = json.load(fh, parse_constant=rules.json_null_constant)
     runs = {}
     for run in ((index.get("runs") or []) + (index.get("probe_runs") or [])
                 + (index.get("equal_load_runs") or [])):
