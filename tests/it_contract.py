@@ -364,6 +364,8 @@ def check_auth(port, tag):
     r, _ = one(port, raw_request("GET", "/users/1", {"Authorization": "Basic dXNlcjpwYXNz"}))
     T.eq(r.status, 401, tag + "Basic auth -> 401")
     T.ok(r.h("x-request-id") is not None, tag + "401 still carries X-Request-Id", r.headers)
+    T.ok(re.match(r"(?i)bearer(\s|$)", r.h("www-authenticate") or ""),
+         tag + "401 carries a WWW-Authenticate Bearer challenge (RFC 9110 11.6.1)", r.headers)
     T.ok(json.loads(r.body).get("error"), tag + "401 body is {\"error\":...}", r.body)
 
 
