@@ -29,8 +29,8 @@ void config_usage(void *fp)
         "  --threads N          threads, one event loop each (default 1)\n"
         "  --duration D         measured time, e.g. 15, 15s, 500ms, 2m (default 10s)\n"
         "  --warmup D           time before measuring: requests sent, not recorded (default 0)\n"
-        "  --rate R             total requests/s over all threads and agents; 0 = closed\n"
-        "                       loop (default 0)\n"
+        "  --rate R             total requests/s over all threads and agents, 0.001..1e8\n"
+        "                       (printed to 0.001); 0 = closed loop (default 0)\n"
         "  --arrivals even|poisson  spacing of planned sends at a constant rate (default even)\n"
         "  --tick auto|D        constant rate: planned times are binned to a grid of this\n"
         "                       tick (a request is due at the next grid point); the loop\n"
@@ -273,7 +273,8 @@ int config_parse(int argc, char **argv, const char *env_bearer, struct config *c
             errno = 0;
             cfg->rate = strtod(a, &end);
             bad = end == a || *end != '\0' || errno != 0 || !isfinite(cfg->rate) ||
-                  cfg->rate < 0 || cfg->rate > 1e8;
+                  cfg->rate < 0 || cfg->rate > 1e8 ||
+                  (cfg->rate > 0 && cfg->rate < 0.001); /* would print as 0, closed loop */
             break;
         }
         case OPT_ARRIVALS:

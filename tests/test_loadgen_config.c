@@ -129,6 +129,11 @@ static void test_usage_errors(void **state)
     assert_int_equal(parse(&cfg, err, sizeof err, "--url", "http://h:8x", NULL), -EINVAL);
     assert_int_equal(
         parse(&cfg, err, sizeof err, "--url", "http://h:1", "--connections", "0", NULL), -EINVAL);
+    /* a positive rate under 0.001 req/s prints (JSON target_rps, %.3f) as 0, the closed loop */
+    assert_int_equal(parse(&cfg, err, sizeof err, "--url", "http://h:1", "--rate", "1e-7", NULL),
+                     -EINVAL);
+    assert_int_equal(parse(&cfg, err, sizeof err, "--url", "http://h:1", "--rate", "0.001", NULL),
+                     0);
     assert_int_equal(parse(&cfg, err, sizeof err, "--url", "http://h:1", "--rate", "x", NULL),
                      -EINVAL);
     assert_non_null(strstr(err, "--rate"));
