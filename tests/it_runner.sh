@@ -79,6 +79,11 @@ is "run_all.sh EQUAL_WARMUP_SEC=abc exits 2" \
     "$(RESULTS_DIR="$usage_res" EQUAL_WARMUP_SEC=abc rc_of "$ROOT/run_all.sh" --smoke --scenarios=s1)" 2
 is "run_all.sh EQUAL_MEASURE_SEC=0 exits 2" \
     "$(RESULTS_DIR="$usage_res" EQUAL_MEASURE_SEC=0 rc_of "$ROOT/run_all.sh" --smoke --scenarios=s1)" 2
+for b in vs-nginx conn-scaling loadgen-vs-wrk idle-conns; do
+    b_rc=0
+    b_err=$("$ROOT/bench/$b.sh" --bogus 2>&1 >/dev/null) || b_rc=$?
+    is "bench/$b.sh --bogus exits 2 naming it on the first line" "$b_rc $(head -1 <<<"$b_err" | grep -c -- "'--bogus'")" "2 1"
+done
 is "no usage error left a batch folder behind" "$(find "$usage_res" -mindepth 1 | head -3)" ""
 
 ok "shellcheck: runner.sh, run_all.sh, runner/*.sh, this test" \
