@@ -111,7 +111,9 @@ done
 for s in $servers; do
     [[ " $ALL_SERVERS " == *" $s "* ]] || usage_error "unknown server '$s' (one of: $ALL_SERVERS)"
 done
-awk -v r="$TARGET_RATIO" 'BEGIN { exit !(r + 0 > 0 && r == r + 0) }' || usage_error "bad TARGET_RATIO '$TARGET_RATIO'"
+if [[ ! "$TARGET_RATIO" =~ ^([0-9]+(\.[0-9]*)?|\.[0-9]+)$ ]] || ! awk -v r="$TARGET_RATIO" 'BEGIN { exit !(r > 0) }'; then
+    usage_error "TARGET_RATIO must be a decimal number > 0, got '$TARGET_RATIO'"
+fi
 [[ -n "$BATCH" ]] || BATCH=$(batch_id_new)
 batch_id_valid "$BATCH" || usage_error "batch id may hold only [A-Za-z0-9._-] and is not . or .., got '$BATCH'"
 case "$mode" in

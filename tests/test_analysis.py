@@ -426,6 +426,22 @@ class TestVerdict(unittest.TestCase):
             text = fh.read()
         self.assertNotRegex(text, r"\bNone\b|\bnan\b|\binf\b")
 
+    def test_equal_rate_refuses_a_probe_without_a_figure(self):
+        """run_all.sh's equal-rate: a probe whose saturation_rps is null is a ValueError (exit 1
+        with a message), not a TypeError from comparing None (a traceback)."""
+        from analysis import __main__ as cli
+        b = self.batch()
+        b.scenario("s1", [60000] * 2, [100000] * 2)
+        self.assertEqual(cli._equal_rate(b.dir, "s1", 0.7), 42000)
+        path = os.path.join(b.dir, "actor-mem-s1-probe2", "result.json")
+        with open(path, encoding="utf-8") as fh:
+            doc = json.load(fh)
+        doc["saturation_rps"] = None
+        with open(path, "w", encoding="utf-8") as fh:
+            json.dump(doc, fh)
+        with self.assertRaisesRegex(ValueError, "actor-mem probe has no saturation figure"):
+            cli._equal_rate(b.dir, "s1", 0.7)
+
     def test_exact_target_passes_and_below_fails(self):
         b = self.batch()
         b.scenario("s1", [50000], [100000], eq=(1e5, 1e5))
