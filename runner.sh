@@ -212,7 +212,9 @@ parse_args() {
     is_pos_int "$REQ_TIMEOUT_SEC" || usage_error "REQ_TIMEOUT_SEC must be whole seconds > 0, got '$REQ_TIMEOUT_SEC'"
     is_pos_int "$STOP_TIMEOUT_SEC" || usage_error "STOP_TIMEOUT_SEC must be whole seconds > 0, got '$STOP_TIMEOUT_SEC'"
     is_pos_int "$READY_TIMEOUT_SEC" || usage_error "READY_TIMEOUT_SEC must be whole seconds > 0, got '$READY_TIMEOUT_SEC'"
-    if [[ -n "$PORT" ]] && ! is_pos_int "$PORT"; then usage_error "PORT must be a port number, got '$PORT'"; fi
+    if [[ -n "$PORT" ]] && { ! is_pos_int "$PORT" || (( 10#$PORT > 65535 )); }; then
+        usage_error "PORT must be a port number 1..65535, got '$PORT'"
+    fi
     if [[ -n "$TARGET_RPS" ]]; then
         is_pos_int "$TARGET_RPS" || usage_error "TARGET_RPS must be a whole rate > 0, got '$TARGET_RPS'"
     fi

@@ -98,6 +98,8 @@ for v in inf 0x1 0 abc; do
     is "run_all.sh TARGET_RATIO=$v exits 2" \
         "$(RESULTS_DIR="$usage_res" TARGET_RATIO=$v rc_of "$ROOT/run_all.sh" --smoke --scenarios=s1)" 2
 done
+is "runner.sh PORT=70000 exits 2 (not a TCP port)" \
+    "$(RESULTS_DIR="$usage_res" PORT=70000 rc_of "$ROOT/runner.sh" async-mem s1 --smoke)" 2
 is "no usage error left a batch folder behind" "$(find "$usage_res" -mindepth 1 | head -3)" ""
 
 ok "shellcheck: runner.sh, run_all.sh, runner/*.sh, this test" \
