@@ -91,8 +91,9 @@ scenarios=$ALL_SCENARIOS servers=$ALL_SERVERS
 for arg in "$@"; do
     case "$arg" in
         -h|--help) usage; exit 0 ;;
-        --quick) mode=quick mode_flag=(--quick) ;;
-        --smoke) mode=smoke mode_flag=(--smoke) ;;
+        --quick|--smoke)
+            [[ "$mode" == full || "$mode" == "${arg#--}" ]] || usage_error "--quick and --smoke exclude each other"
+            mode=${arg#--} mode_flag=("$arg") ;;
         --scenarios=*) scenarios=$(tr ',' ' ' <<<"${arg#*=}") ;;
         --servers=*) servers=$(tr ',' ' ' <<<"${arg#*=}") ;;
         --repeats=*) opt_repeats=${arg#*=} ;;
@@ -110,9 +111,11 @@ done
 for s in $servers; do
     [[ " $ALL_SERVERS " == *" $s "* ]] || usage_error "unknown server '$s' (one of: $ALL_SERVERS)"
 done
-awk -v r="$TARGET_RATIO" 'BEGIN { exit !(r + 0 > 0 && r == r + 0) }' || usage_error "bad TARGET_RATIO '$TARGET_RATIO'"
+if [[ ! "$TARGET_RATIO" =~ ^([0-9]+(\.[0-9]*)?|\.[0-9]+)$ ]] || ! awk -v r="$TARGET_RATIO" 'BEGIN { exit !(r > 0) }'; then
+    usage_error "TARGET_RATIO must be a decimal number > 0, got '$TARGET_RATIO'"
+fi
 [[ -n "$BATCH" ]] || BATCH=$(batch_id_new)
-[[ "$BATCH" =~ ^[A-Za-z0-9._-]+$ ]] || usage_error "batch id may hold only [A-Za-z0-9._-], got '$BATCH'"
+batch_id_valid "$BATCH" || usage_error "batch id may hold only [A-Za-z0-9._-] and is not . or .., got '$BATCH'"
 case "$mode" in
     full) eq_warm=10 eq_meas=30 def_repeats=3 ;;
     quick) eq_warm=5 eq_meas=10 def_repeats=3 ;;
@@ -120,6 +123,12 @@ case "$mode" in
 esac
 eq_warm=${EQUAL_WARMUP_SEC:-$eq_warm}
 eq_meas=${EQUAL_MEASURE_SEC:-$eq_meas}
+[[ "$eq_warm" =~ ^[0-9]+$ ]] || usage_error "EQUAL_WARMUP_SEC must be whole seconds, got '$eq_warm'"
+if [[ ! "$eq_meas" =~ ^[0-9]+$ ]] || (( 10#$eq_meas == 0 )); then
+    usage_error "EQUAL_MEASURE_SEC must be whole seconds > 0, got '$eq_meas'"
+fi
+eq_warm=$((10#$eq_warm)) eq_meas=$((10#$eq_meas))
+sat_ratio_valid "$SAT_RATIO" || usage_error "SAT_RATIO must be in (0, 1], got '$SAT_RATIO'"
 repeats=${opt_repeats:-${REPEATS:-$def_repeats}}
 if [[ ! "$repeats" =~ ^[0-9]+$ ]] || (( 10#$repeats < 1 || 10#$repeats > 20 )); then
     usage_error "repeats must be a whole number in 1..20, got '$repeats'"

@@ -147,8 +147,9 @@ parse_args() {
     for arg in "$@"; do
         case "$arg" in
             -h|--help) usage; exit 0 ;;
-            --quick) mode=quick ;;
-            --smoke) mode=smoke ;;
+            --quick|--smoke)
+                [[ "$mode" == full || "$mode" == "${arg#--}" ]] || usage_error "--quick and --smoke exclude each other"
+                mode=${arg#--} ;;
             --measure-sec=*) opt_measure=${arg#*=} ;;
             --warmup-sec=*) opt_warmup=${arg#*=} ;;
             --probe-sec=*) opt_probe=${arg#*=} ;;
@@ -204,14 +205,16 @@ parse_args() {
     warmup_sec=$((10#$warmup_sec)) measure_sec=$((10#$measure_sec)) probe_sec=$((10#$probe_sec))
     sweep_warmup_sec=$((10#$sweep_warmup_sec)) sweep_measure_sec=$((10#$sweep_measure_sec))
     probe_warmup_sec=$((10#$probe_warmup_sec)) wrk_conns=$((10#$wrk_conns))
-    if [[ ! "$SAT_RATIO" =~ ^(0?\.[0-9]+|1(\.0*)?)$ ]] || ! awk -v r="$SAT_RATIO" 'BEGIN { exit !(r > 0 && r <= 1) }'; then
+    if ! sat_ratio_valid "$SAT_RATIO"; then
         usage_error "SAT_RATIO must be in (0, 1], got '$SAT_RATIO'"
     fi
     is_pos_int "$SEED_USERS" || usage_error "SEED_USERS must be a whole number > 0, got '$SEED_USERS'"
     is_pos_int "$REQ_TIMEOUT_SEC" || usage_error "REQ_TIMEOUT_SEC must be whole seconds > 0, got '$REQ_TIMEOUT_SEC'"
     is_pos_int "$STOP_TIMEOUT_SEC" || usage_error "STOP_TIMEOUT_SEC must be whole seconds > 0, got '$STOP_TIMEOUT_SEC'"
     is_pos_int "$READY_TIMEOUT_SEC" || usage_error "READY_TIMEOUT_SEC must be whole seconds > 0, got '$READY_TIMEOUT_SEC'"
-    if [[ -n "$PORT" ]] && ! is_pos_int "$PORT"; then usage_error "PORT must be a port number, got '$PORT'"; fi
+    if [[ -n "$PORT" ]] && { ! is_pos_int "$PORT" || (( 10#$PORT > 65535 )); }; then
+        usage_error "PORT must be a port number 1..65535, got '$PORT'"
+    fi
     if [[ -n "$TARGET_RPS" ]]; then
         is_pos_int "$TARGET_RPS" || usage_error "TARGET_RPS must be a whole rate > 0, got '$TARGET_RPS'"
     fi
@@ -273,7 +276,7 @@ parse_args() {
     fi
 
     [[ -n "$BATCH" ]] || BATCH=$(batch_id_new)
-    [[ "$BATCH" =~ ^[A-Za-z0-9._-]+$ ]] || usage_error "batch id may hold only [A-Za-z0-9._-], got '$BATCH'"
+    batch_id_valid "$BATCH" || usage_error "batch id may hold only [A-Za-z0-9._-] and is not . or .., got '$BATCH'"
     [[ "$RUN_SUFFIX" =~ ^[A-Za-z0-9._-]*$ ]] || usage_error "bad RUN_SUFFIX '$RUN_SUFFIX'"
     kind=saturation
     [[ -z "$TARGET_RPS" ]] || kind=equal-load

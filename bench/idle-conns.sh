@@ -24,15 +24,15 @@ Environment: BUILD=$BUILD THREADS=$THREADS TARGET_MB=$TARGET_MB SETTLE_S=$SETTLE
 Exit 0 when every server stayed within TARGET_MB and answered /ping, 1 otherwise, 2 usage.
 EOF
 }
-if [ $# -lt 1 ] || [ $# -gt 2 ]; then usage >&2; exit 2; fi
+if [ $# -lt 1 ] || [ $# -gt 2 ]; then echo "idle-conns.sh: expected SERVER [N], got $# arguments" >&2; usage >&2; exit 2; fi
 case "$1" in
 -h | --help) usage; exit 0 ;;
 async-server | actor-server) servers=("$1") ;;
 both) servers=(async-server actor-server) ;;
-*) usage >&2; exit 2 ;;
+*) echo "idle-conns.sh: unknown server '$1'" >&2; usage >&2; exit 2 ;;
 esac
 n=${2:-10000}
-[[ $n =~ ^[1-9][0-9]*$ ]] || { usage >&2; exit 2; }
+[[ $n =~ ^[1-9][0-9]*$ ]] || { echo "idle-conns.sh: N must be a positive integer, got '$n'" >&2; usage >&2; exit 2; }
 
 # The client needs N sockets; the server N plus its own.
 need=$((n + 256))

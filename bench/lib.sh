@@ -6,13 +6,13 @@
 # Sourced, never executed; defines functions only (no state, no traps).
 
 # bench_help_only ARGS...: for a script whose only argument is --help: with no ARGS returns;
-# with -h/--help prints the caller's usage() and exits 0; anything else: usage() on stderr,
-# exit 2.
+# with -h/--help prints the caller's usage() and exits 0; anything else: a line naming it
+# and usage() on stderr, exit 2.
 bench_help_only() {
     if [[ $# -gt 0 ]]; then
         case "$1" in
             -h|--help) usage; exit 0 ;;
-            *) usage >&2; exit 2 ;;
+            *) echo "$(basename "$0"): unknown argument '$1'" >&2; usage >&2; exit 2 ;;
         esac
     fi
 }

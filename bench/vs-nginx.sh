@@ -41,7 +41,7 @@ EOF
 case "${1:-}" in
 -h | --help) usage; exit 0 ;;
 "") ;;
-*) usage >&2; exit 2 ;;
+*) echo "vs-nginx.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
 esac
 [[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || { echo "vs-nginx.sh: ROUNDS must be a positive integer" >&2; exit 2; }
 # nginx-light and wrk, installed on demand (no system nginx is started)
@@ -64,7 +64,7 @@ wrk)
     command -v wrk >/dev/null || { echo "vs-nginx.sh: missing wrk" >&2; exit 1; }
     [ "$PIPELINE" = 1 ] || { echo "vs-nginx.sh: PIPELINE needs LOADGEN=loadgen" >&2; exit 2; }
     ;;
-*) usage >&2; exit 2 ;;
+*) echo "vs-nginx.sh: LOADGEN must be loadgen or wrk, got '$loadgen'" >&2; usage >&2; exit 2 ;;
 esac
 
 tmp=$(mktemp -d)

@@ -108,7 +108,9 @@ int options_parse(struct options *o, int argc, char **argv, const char *prog, in
     int c;
     uint64_t v;
     const char *bad = NULL;
-    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+    const char *bad_value = NULL; /* the value a range message names */
+    /* the leading ':' makes a missing value ':' rather than '?' (an unknown option) */
+    while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
         switch (c) {
         case O_STORE:
             if (strcmp(optarg, "memory") == 0)
@@ -165,7 +167,7 @@ int options_parse(struct options *o, int argc, char **argv, const char *prog, in
             break;
         case O_WORKERS:
             if (!(features & OPT_WORKERS))
-                bad = "unknown option --workers";
+                bad = "unknown option --workers (the actor server's scheduler threads)";
             else if (parse_num(optarg, 0, 256, &v) == 0)
                 o->workers = (int)v;
             else
@@ -202,16 +204,23 @@ int options_parse(struct options *o, int argc, char **argv, const char *prog, in
             bad = "unknown option";
             break;
         }
-        if (bad)
+        if (bad) {
+            bad_value = optarg;
             break;
+        }
     }
     if (!bad && optind < argc)
         bad = "unexpected argument";
     if (bad) {
         if (strcmp(bad, "unknown option") == 0 && optind > 0 && optind <= argc)
             fprintf(stderr, "%s: unknown option '%s'\n", prog, argv[optind - 1]);
+        else if (c == ':' && optind > 0 && optind <= argc)
+            fprintf(stderr, "%s: option '%s' needs a value\n", prog, argv[optind - 1]);
         else if (strcmp(bad, "unexpected argument") == 0)
             fprintf(stderr, "%s: unexpected argument '%s'\n", prog, argv[optind]);
+        else if (bad_value != NULL && strncmp(bad, "unknown", 7) != 0 &&
+                 strstr(bad, "must be 1 here") == NULL) /* a value out of range: name it */
+            fprintf(stderr, "%s: %s, not '%s'\n", prog, bad, bad_value);
         else
             fprintf(stderr, "%s: %s\n", prog, bad);
         options_usage(stderr, prog, features);

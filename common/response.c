@@ -62,8 +62,8 @@ static char *put(char *p, const char *s, size_t n)
 
 #define PUT_LIT(p, x) put((p), (x), sizeof(x) - 1)
 
-/* Headers are at most ~400 bytes: status 60, Date 37, type 42, length 38, close 24,
- * request id 80, location 39, Allow 27, Retry-After 16, blank line 2. */
+/* Headers are at most ~440 bytes: status 60, Date 37, type 42, length 38, close 24,
+ * request id 80, location 39, Allow 27, Retry-After 16, WWW-Authenticate 40, blank line 2. */
 #define HEAD_MAX 512
 
 void response_render(struct buf *out, const struct response *resp, const char *request_id,
@@ -108,6 +108,8 @@ void response_render(struct buf *out, const struct response *resp, const char *r
     }
     if (resp->flags & RESP_RETRY_AFTER)
         p = PUT_LIT(p, "Retry-After: 1\r\n");
+    if (resp->status == 401) /* RFC 9110 11.6.1: a 401 MUST carry a challenge (RFC 6750 3) */
+        p = PUT_LIT(p, "WWW-Authenticate: Bearer realm=\"users\"\r\n");
     p = PUT_LIT(p, "\r\n");
     if (resp->body.len && !(resp->flags & RESP_NO_BODY))
         p = put(p, resp->body.data, resp->body.len);

@@ -36,7 +36,8 @@ struct response {
 };
 
 /* Appends the full response (status line, Server, Date, Content-Type, Content-Length,
- * Connection, X-Request-Id, Location, Allow, Retry-After, then the body) to out.
+ * Connection, X-Request-Id, Location, Allow, Retry-After, WWW-Authenticate (every 401:
+ * the Bearer challenge), then the body) to out.
  * CLOSE_AFTER adds "Connection: close"; otherwise RESP_KEEP_ALIVE adds "Connection:
  * keep-alive" (the HTTP/1.0 keep-alive answer). RESP_NO_BODY (a HEAD request) keeps the
  * Content-Length of resp->body but leaves the body out (RFC 9110 9.3.2, 8.6). A status

@@ -29,8 +29,8 @@ void config_usage(void *fp)
         "  --threads N          threads, one event loop each (default 1)\n"
         "  --duration D         measured time, e.g. 15, 15s, 500ms, 2m (default 10s)\n"
         "  --warmup D           time before measuring: requests sent, not recorded (default 0)\n"
-        "  --rate R             total requests/s over all threads and agents; 0 = closed\n"
-        "                       loop (default 0)\n"
+        "  --rate R             total requests/s over all threads and agents, 0.001..1e8\n"
+        "                       (printed to 0.001); 0 = closed loop (default 0)\n"
         "  --arrivals even|poisson  spacing of planned sends at a constant rate (default even)\n"
         "  --tick auto|D        constant rate: planned times are binned to a grid of this\n"
         "                       tick (a request is due at the next grid point); the loop\n"
@@ -126,7 +126,7 @@ int config_parse_url(const char *url, struct config *cfg)
         p++;
         after = host_end + 1;
     } else {
-        host_end = p + strcspn(p, ":/");
+        host_end = p + strcspn(p, ":/?#"); /* RFC 3986 3.2: the authority ends at / ? # */
         after = host_end;
     }
     size_t hn = (size_t)(host_end - p);
@@ -137,19 +137,23 @@ int config_parse_url(const char *url, struct config *cfg)
     uint64_t port = 80;
     const char *path = after;
     if (*after == ':') {
-        size_t pn = strcspn(after + 1, "/");
+        size_t pn = strcspn(after + 1, "/?#");
         if (parse_u64(after + 1, pn, &port) < 0 || port == 0 || port > 65535)
             return -EINVAL;
         path = after + 1 + pn;
-    } else if (*after != '/' && *after != '\0') {
+    } else if (*after != '/' && *after != '?' && *after != '#' && *after != '\0') {
         return -EINVAL;
     }
     cfg->port = (uint16_t)port;
-    if (*path == '\0')
-        path = "/";
-    if (strlen(path) >= sizeof cfg->path || strpbrk(path, " \t\r\n") != NULL)
+    /* a fragment is never sent (RFC 9110 4.2.4): refused rather than dropped silently */
+    if (strpbrk(path, " \t\r\n#") != NULL)
         return -EINVAL;
-    strcpy(cfg->path, path);
+    /* origin-form: an empty path is "/", and "?q" alone is "/?q" */
+    int slash = *path != '/';
+    if (strlen(path) + (size_t)slash >= sizeof cfg->path)
+        return -EINVAL;
+    cfg->path[0] = '/';
+    strcpy(cfg->path + slash, path);
     int bracket = strchr(cfg->host, ':') != NULL;
     snprintf(cfg->host_header, sizeof cfg->host_header, "%s%s%s:%u", bracket ? "[" : "",
              cfg->host, bracket ? "]" : "", (unsigned)port);
@@ -269,7 +273,8 @@ int config_parse(int argc, char **argv, const char *env_bearer, struct config *c
             errno = 0;
             cfg->rate = strtod(a, &end);
             bad = end == a || *end != '\0' || errno != 0 || !isfinite(cfg->rate) ||
-                  cfg->rate < 0 || cfg->rate > 1e8;
+                  cfg->rate < 0 || cfg->rate > 1e8 ||
+                  (cfg->rate > 0 && cfg->rate < 0.001); /* would print as 0, closed loop */
             break;
         }
         case OPT_ARRIVALS:

@@ -38,6 +38,18 @@ batch_id_new() {
     date -u +%Y%m%dT%H%M%SZ
 }
 
+# batch_id_valid ID: true when ID names one folder under results/: [A-Za-z0-9._-] only and
+# not "." or ".." (those name results/ itself or its parent, the project root).
+batch_id_valid() {
+    [[ "$1" =~ ^[A-Za-z0-9._-]+$ && "$1" != . && "$1" != .. ]]
+}
+
+# sat_ratio_valid R: true when R is a decimal in (0, 1] (SAT_RATIO: the sustained share of
+# the saturation rate).
+sat_ratio_valid() {
+    [[ "$1" =~ ^(0?\.[0-9]+|1(\.0*)?)$ ]] && awk -v r="$1" 'BEGIN { exit !(r > 0 && r <= 1) }'
+}
+
 # clock_s: seconds since boot with 10 ms resolution (/proc/uptime, CLOCK_BOOTTIME):
 # monotonic, so window lengths never depend on wall-clock steps.
 clock_s() {

@@ -364,6 +364,8 @@ def check_auth(port, tag):
     r, _ = one(port, raw_request("GET", "/users/1", {"Authorization": "Basic dXNlcjpwYXNz"}))
     T.eq(r.status, 401, tag + "Basic auth -> 401")
     T.ok(r.h("x-request-id") is not None, tag + "401 still carries X-Request-Id", r.headers)
+    T.ok(re.match(r"(?i)bearer(\s|$)", r.h("www-authenticate") or ""),
+         tag + "401 carries a WWW-Authenticate Bearer challenge (RFC 9110 11.6.1)", r.headers)
     T.ok(json.loads(r.body).get("error"), tag + "401 body is {\"error\":...}", r.body)
 
 
@@ -652,6 +654,16 @@ def check_cli(tag):
         T.ok(p.returncode == 2 and "usage" in err.lower(),
              tag + "%s -> exit 2 with usage on stderr" % " ".join(bad),
              "rc %d: %s" % (p.returncode, err[:500]))
+    # the first line says what was wrong: the flag and the value given, or the missing value
+    for bad, want in ((["--port", "notaport"], ("--port", "'notaport'")),
+                      (["--threads", "0"], ("--threads", "'0'")),
+                      (["--store=redis"], ("--store", "'redis'")),
+                      (["--port"], ("'--port'", "needs a value"))):
+        p = subprocess.run([SERVER] + bad, capture_output=True, timeout=10)
+        first = (p.stderr.decode("utf-8", "replace").splitlines() or [""])[0]
+        T.ok(p.returncode == 2 and all(w in first for w in want),
+             tag + "%s -> first stderr line names %s" % (" ".join(bad), " and ".join(want)),
+             "rc %d: %r" % (p.returncode, first))
 
 
 def check_max_conns_and_env_bearer(tmpdir):

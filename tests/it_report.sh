@@ -286,6 +286,12 @@ is "compare: req/CPU-s +50.0% is higher (better), within the default noise" \
     "$(grep -c "B's req/CPU-s is 50.0% higher (better) than A's *within noise (+/-100%)" "$TMP/cmp.txt")" 8
 is "compare: req/CPU-s +50.0% beyond NOISE_CPU_PCT=25 is IMPROVED" \
     "$(grep -c "B's req/CPU-s is 50.0% higher (better) than A's *IMPROVED (beyond +/-25% noise)" "$TMP/cmp5.txt")" 8
+# an index that records nothing (no mode, host, commit, time): '?' and 'unknown', never 'None'
+mkdir -p "$TMP/bare"
+echo '{"batch": "bare", "runs": []}' >"$TMP/bare/index.json"
+"$ROOT/runner/compare.sh" "$TMP/bare" "$FIX/B" >"$TMP/cmp-bare.txt"
+is "compare: a batch recording no mode, host or time prints '?', never None" \
+    "$(grep -c 'None' "$TMP/cmp-bare.txt") $(grep -c '^A: batch bare, mode ?, ?, commit ?, host ? (? cores)$' "$TMP/cmp-bare.txt")" "0 1"
 # quick batches get the quick-mode thresholds (rps and cpu 20%); mixed modes the smoke ones
 for side in A B; do
     mkdir -p "$TMP/quick/$side"

@@ -44,6 +44,11 @@ is "cpulist: split 0-2 (server gets the smaller half)" "$(cpulist_split 0-2 | pa
 is "cpulist: split of one CPU shares it" "$(cpulist_split 3 | paste -sd/ -)" "3/3"
 ok "cpulist: malformed list rejected" bash -c ". '$ROOT/runner/lib.sh'; ! cpulist_expand 1-x >/dev/null"
 
+# a batch to re-summarize: the report fixture's runs (index.json and summary.md left out)
+mkdir -p "$TMP/summ-target"
+cp -r "$ROOT/tests/fixtures/report/A/." "$TMP/summ-target/"
+rm -f "$TMP/summ-target/index.json" "$TMP/summ-target/summary.md"
+
 # ---- usage ------------------------------------------------------------------------------
 # shellcheck disable=SC2317  # called through ok
 quiet() { "$@" >/dev/null 2>&1; }
@@ -57,8 +62,45 @@ is "runner.sh missing scenario exits 2" "$(rc_of "$ROOT/runner.sh" async-mem)" 2
 is "run_all.sh --help exits 0" "$(rc_of "$ROOT/run_all.sh" --help)" 0
 is "run_all.sh unknown scenario exits 2" "$(rc_of "$ROOT/run_all.sh" --scenarios=s7 --smoke)" 2
 is "summarize.sh without a batch exits 2" "$(rc_of "$ROOT/runner/summarize.sh")" 2
+for v in abc nan inf 0 -1; do
+    is "summarize.sh with TARGET_RATIO=$v exits 2" \
+        "$(TARGET_RATIO=$v rc_of "$ROOT/runner/summarize.sh" "$TMP/summ-target")" 2
+done
+is "summarize.sh TARGET_RATIO=nan wrote no index.json" "$(find "$TMP/summ-target" -name index.json | wc -l)" 0
 is "runner.sh --probe-only with TARGET_RPS exits 2" "$(TARGET_RPS=100 rc_of "$ROOT/runner.sh" async-mem s1 --smoke --probe-only)" 2
 is "run_all.sh --repeats=0 exits 2" "$(rc_of "$ROOT/run_all.sh" --smoke --repeats=0)" 2
+# Bad input that must stop before anything runs or any batch folder is made (in a results
+# folder of its own, which must stay empty).
+usage_res="$TMP/usage-results"
+mkdir -p "$usage_res"
+is "run_all.sh --quick --smoke exits 2 (they exclude each other)" \
+    "$(RESULTS_DIR="$usage_res" rc_of "$ROOT/run_all.sh" --quick --smoke --scenarios=s1)" 2
+is "runner.sh --smoke --quick exits 2 (they exclude each other)" \
+    "$(RESULTS_DIR="$usage_res" rc_of "$ROOT/runner.sh" async-mem s1 --smoke --quick)" 2
+is "run_all.sh --batch=.. exits 2 (it would write into the project root)" \
+    "$(RESULTS_DIR="$usage_res" rc_of "$ROOT/run_all.sh" --smoke --scenarios=s1 --batch=..)" 2
+is "runner.sh --batch=. exits 2 (it would write into results/ itself)" \
+    "$(RESULTS_DIR="$usage_res" rc_of "$ROOT/runner.sh" async-mem s1 --smoke --batch=.)" 2
+is "run_all.sh SAT_RATIO=abc exits 2" \
+    "$(RESULTS_DIR="$usage_res" SAT_RATIO=abc rc_of "$ROOT/run_all.sh" --smoke --scenarios=s1)" 2
+is "run_all.sh SAT_RATIO=1.5 exits 2" \
+    "$(RESULTS_DIR="$usage_res" SAT_RATIO=1.5 rc_of "$ROOT/run_all.sh" --smoke --scenarios=s1)" 2
+is "run_all.sh EQUAL_WARMUP_SEC=abc exits 2" \
+    "$(RESULTS_DIR="$usage_res" EQUAL_WARMUP_SEC=abc rc_of "$ROOT/run_all.sh" --smoke --scenarios=s1)" 2
+is "run_all.sh EQUAL_MEASURE_SEC=0 exits 2" \
+    "$(RESULTS_DIR="$usage_res" EQUAL_MEASURE_SEC=0 rc_of "$ROOT/run_all.sh" --smoke --scenarios=s1)" 2
+for b in vs-nginx conn-scaling loadgen-vs-wrk idle-conns; do
+    b_rc=0
+    b_err=$("$ROOT/bench/$b.sh" --bogus 2>&1 >/dev/null) || b_rc=$?
+    is "bench/$b.sh --bogus exits 2 naming it on the first line" "$b_rc $(head -1 <<<"$b_err" | grep -c -- "'--bogus'")" "2 1"
+done
+for v in inf 0x1 0 abc; do
+    is "run_all.sh TARGET_RATIO=$v exits 2" \
+        "$(RESULTS_DIR="$usage_res" TARGET_RATIO=$v rc_of "$ROOT/run_all.sh" --smoke --scenarios=s1)" 2
+done
+is "runner.sh PORT=70000 exits 2 (not a TCP port)" \
+    "$(RESULTS_DIR="$usage_res" PORT=70000 rc_of "$ROOT/runner.sh" async-mem s1 --smoke)" 2
+is "no usage error left a batch folder behind" "$(find "$usage_res" -mindepth 1 | head -3)" ""
 
 ok "shellcheck: runner.sh, run_all.sh, runner/*.sh, this test" \
     quiet bash -c "cd '$ROOT' && shellcheck -x runner.sh run_all.sh runner/*.sh tests/it_runner.sh"

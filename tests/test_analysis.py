@@ -393,6 +393,55 @@ class TestVerdict(unittest.TestCase):
         self.assertIn("on saturation req/s", idx["verdict"]["headline"])
         self.assertIn("range 0.500-0.700", idx["verdict"]["headline"])
 
+    def test_nan_or_missing_saturation_figure_is_no_figure_never_a_verdict(self):
+        """A result.json holding NaN (Python's json writes it; it is not JSON) or null for
+        saturation_rps: the pair has no figure, named by server; never a ratio, a FAIL, or NaN
+        in index.json or 'None'/'nan' in summary.md."""
+        b = self.batch()
+        b.scenario("s1", [60000] * 3, [100000] * 3, eq=(95000, 100000))
+        b.scenario("s2", [90000] * 3, [100000] * 3, eq=(1e5, 1e5))
+        for name, value in (("actor-mem-s1", float("nan")), ("actor-mem-s1-probe2", float("inf")),
+                            ("actor-mem-s1-probe3", None)):
+            path = os.path.join(b.dir, name, "result.json")
+            with open(path, encoding="utf-8") as fh:
+                doc = json.load(fh)
+            doc["saturation_rps"] = value
+            doc["probe"]["rps"] = value
+            with open(path, "w", encoding="utf-8") as fh:
+                json.dump(doc, fh)
+        with open(os.path.join(b.dir, "matrix.json"), "w", encoding="utf-8") as fh:
+            json.dump(b.matrix, fh)
+        summary.write(b.dir)
+
+        def no_constant(name):
+            raise ValueError("index.json holds " + name)
+        with open(os.path.join(b.dir, "index.json"), encoding="utf-8") as fh:
+            idx = json.load(fh, parse_constant=no_constant)
+        s1 = scen(idx, "s1")
+        self.assertEqual(s1["pairs_used"], 0)
+        self.assertEqual(s1["basis"], "req_per_cpu_sec")
+        self.assertEqual(s1["verdict"], "PASS")
+        self.assertEqual({r["server"] for e in s1["excluded_pairs"] for r in e["reasons"]}, {"actor-mem"})
+        with open(os.path.join(b.dir, "summary.md"), encoding="utf-8") as fh:
+            text = fh.read()
+        self.assertNotRegex(text, r"\bNone\b|\bnan\b|\binf\b")
+
+    def test_equal_rate_refuses_a_probe_without_a_figure(self):
+        """run_all.sh's equal-rate: a probe whose saturation_rps is null is a ValueError (exit 1
+        with a message), not a TypeError from comparing None (a traceback)."""
+        from analysis import __main__ as cli
+        b = self.batch()
+        b.scenario("s1", [60000] * 2, [100000] * 2)
+        self.assertEqual(cli._equal_rate(b.dir, "s1", 0.7), 42000)
+        path = os.path.join(b.dir, "actor-mem-s1-probe2", "result.json")
+        with open(path, encoding="utf-8") as fh:
+            doc = json.load(fh)
+        doc["saturation_rps"] = None
+        with open(path, "w", encoding="utf-8") as fh:
+            json.dump(doc, fh)
+        with self.assertRaisesRegex(ValueError, "actor-mem probe has no saturation figure"):
+            cli._equal_rate(b.dir, "s1", 0.7)
+
     def test_exact_target_passes_and_below_fails(self):
         b = self.batch()
         b.scenario("s1", [50000], [100000], eq=(1e5, 1e5))

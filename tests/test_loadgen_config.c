@@ -74,6 +74,29 @@ static void test_all_flags(void **state)
     assert_string_equal(cfg.path, "/x");
 }
 
+/* RFC 3986 3.2: the authority ends at '/', '?' or '#'; a query without a path is "/?q". */
+static void test_url_query_ends_the_authority(void **state)
+{
+    (void)state;
+    struct config cfg;
+    char err[256];
+    assert_int_equal(parse(&cfg, err, sizeof err, "--url", "http://127.0.0.1?x=1", NULL), 0);
+    assert_string_equal(cfg.host, "127.0.0.1");
+    assert_int_equal(cfg.port, 80);
+    assert_string_equal(cfg.path, "/?x=1");
+    assert_int_equal(parse(&cfg, err, sizeof err, "--url", "http://h:8080?x", NULL), 0);
+    assert_string_equal(cfg.host, "h");
+    assert_int_equal(cfg.port, 8080);
+    assert_string_equal(cfg.path, "/?x");
+    assert_int_equal(parse(&cfg, err, sizeof err, "--url", "http://[::1]:9?q", NULL), 0);
+    assert_string_equal(cfg.host, "::1");
+    assert_string_equal(cfg.path, "/?q");
+    assert_int_equal(parse(&cfg, err, sizeof err, "--url", "http://h:9/users?limit=2", NULL), 0);
+    assert_string_equal(cfg.path, "/users?limit=2");
+    assert_int_equal(parse(&cfg, err, sizeof err, "--url", "http://h:9", NULL), 0);
+    assert_string_equal(cfg.path, "/");
+}
+
 static void test_durations(void **state)
 {
     uint64_t ns;
@@ -100,8 +123,17 @@ static void test_usage_errors(void **state)
     assert_non_null(strstr(err, "--url"));
     assert_int_equal(parse(&cfg, err, sizeof err, "--url", "ftp://x", NULL), -EINVAL);
     assert_int_equal(parse(&cfg, err, sizeof err, "--url", "http://h:99999", NULL), -EINVAL);
+    /* a fragment is never sent: refused, not dropped */
+    assert_int_equal(parse(&cfg, err, sizeof err, "--url", "http://h:1/ping#x", NULL), -EINVAL);
+    assert_int_equal(parse(&cfg, err, sizeof err, "--url", "http://h#x", NULL), -EINVAL);
+    assert_int_equal(parse(&cfg, err, sizeof err, "--url", "http://h:8x", NULL), -EINVAL);
     assert_int_equal(
         parse(&cfg, err, sizeof err, "--url", "http://h:1", "--connections", "0", NULL), -EINVAL);
+    /* a positive rate under 0.001 req/s prints (JSON target_rps, %.3f) as 0, the closed loop */
+    assert_int_equal(parse(&cfg, err, sizeof err, "--url", "http://h:1", "--rate", "1e-7", NULL),
+                     -EINVAL);
+    assert_int_equal(parse(&cfg, err, sizeof err, "--url", "http://h:1", "--rate", "0.001", NULL),
+                     0);
     assert_int_equal(parse(&cfg, err, sizeof err, "--url", "http://h:1", "--rate", "x", NULL),
                      -EINVAL);
     assert_non_null(strstr(err, "--rate"));
@@ -281,6 +313,7 @@ int main(void)
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_all_flags),
         cmocka_unit_test(test_durations),
+        cmocka_unit_test(test_url_query_ends_the_authority),
         cmocka_unit_test(test_usage_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

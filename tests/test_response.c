@@ -100,6 +100,11 @@ static const struct render_case render_cases[] = {
      RESP_KEEP_ALIVE | RESP_NO_BODY, NULL, 0, NULL, CLOSE_AFTER,
      "HTTP/1.1 404 Not Found\r\nServer: refsrv\r\nContent-Type: application/json\r\n"
      "Content-Length: 21\r\nConnection: close\r\n\r\n"},
+    {"401 carries the Bearer challenge (RFC 9110 11.6.1 MUST)", 401, CT_NONE, NULL,
+     "missing bearer token", RESP_REQUEST_ID, NULL, 0, "rid-2", CLOSE_KEEP,
+     "HTTP/1.1 401 Unauthorized\r\nServer: refsrv\r\nContent-Type: application/json\r\n"
+     "Content-Length: 32\r\nX-Request-Id: rid-2\r\n"
+     "WWW-Authenticate: Bearer realm=\"users\"\r\n\r\n{\"error\":\"missing bearer token\"}"},
     {"501", 501, CT_NONE, NULL, "transfer coding not implemented", 0, NULL, 0, NULL,
      CLOSE_AFTER,
      "HTTP/1.1 501 Not Implemented\r\nServer: refsrv\r\n"

@@ -59,12 +59,15 @@ def _line(run_dir, phase):
 
 def _equal_rate(batch_dir, scenario, sat_ratio):
     from . import summary, verdict
+    from .rules import is_num
     sc = summary.scenario_index(batch_dir, scenario)
     meds = []
     for who in ("actor", "async"):
         runs = sc["probes"][who]
         if any(r is None or r.get("failure") for r in runs):
             raise ValueError(f"a {sc[who]} probe run failed or is missing")
+        if not all(is_num(r.get("saturation_rps")) for r in runs):
+            raise ValueError(f"a {sc[who]} probe has no saturation figure")
         meds.append(verdict.median([r["saturation_rps"] for r in runs]))
     if not all(m and m > 0 for m in meds):
         raise ValueError("a probe completed no requests")
@@ -84,7 +87,17 @@ def main(argv):
             print(_line(args[0], args[1]))
         elif cmd == "summarize" and len(args) in (1, 2):
             from . import summary
-            summary.write(args[0], float(args[1]) if len(args) == 2 else None)
+            target = None
+            if len(args) == 2:
+                try:
+                    target = float(args[1])
+                except ValueError:
+                    target = math.nan
+                if not (math.isfinite(target) and target > 0):
+                    print(f"analysis summarize: TARGET_RATIO must be a number > 0, got '{args[1]}'",
+                          file=sys.stderr)
+                    return 2
+            summary.write(args[0], target)
         elif cmd == "report" and len(args) == 3:
             from . import report
             return report.main([argv[0]] + args)

@@ -9,7 +9,7 @@ import json
 import os
 import sys
 
-from . import summary
+from . import rules, summary
 
 # (field, name, better, unit, decimals, noise class)
 METRICS = [
@@ -101,7 +101,7 @@ def flags_of(run):
 
 def load(batch_dir):
     with open(os.path.join(batch_dir, "index.json"), encoding="utf-8") as fh:
-        index = json.load(fh)
+        index = json.load(fh, parse_constant=rules.json_null_constant)
     runs = {}
     for run in ((index.get("runs") or []) + (index.get("probe_runs") or [])
                 + (index.get("equal_load_runs") or [])):
@@ -114,9 +114,12 @@ def describe(label, index):
     ver = index.get("versions") or {}
     host = index.get("host") or {}
     commit = (ver.get("git_commit") or "?")[:12] + (" (dirty)" if ver.get("git_dirty") else "")
-    return (f"{label}: batch {index.get('batch')}, mode {index.get('mode')}, "
-            f"{(index.get('timestamps') or {}).get('start')}, commit {commit}, "
-            f"host {host.get('hostname')} ({host.get('cores')} cores)")
+
+    def known(v):  # a field the batch does not record prints '?', never 'None'
+        return "?" if v is None else v
+    return (f"{label}: batch {known(index.get('batch'))}, mode {known(index.get('mode'))}, "
+            f"{known((index.get('timestamps') or {}).get('start'))}, commit {commit}, "
+            f"host {known(host.get('hostname'))} ({known(host.get('cores'))} cores)")
 
 
 NOISE_WHAT = {"rps": "saturation req/s", "latency": "p50, p99, p99.9", "cpu": "req/CPU-s, server CPU",
@@ -148,8 +151,8 @@ def main(argv):
     print(describe("A", ia))
     print(describe("B", ib))
     if ia.get("mode") != ib.get("mode"):
-        print(f"warning: the modes differ (A {ia.get('mode')}, B {ib.get('mode')}): windows of different "
-              "lengths, the noise thresholds do not apply")
+        print(f"warning: the modes differ (A {ia.get('mode') or 'unknown'}, B {ib.get('mode') or 'unknown'}): "
+              "windows of different lengths, the noise thresholds do not apply")
     if (ia.get("host") or {}).get("hostname") != (ib.get("host") or {}).get("hostname"):
         print("warning: different hosts: the figures are not comparable")
     print("Ratio is B/A. Noise thresholds: " + ", ".join(f"{c} +/-{v:g}%" for c, v in noise.items())

@@ -14,7 +14,7 @@ import re
 import subprocess
 import sys
 
-from . import scaling, sweep
+from . import rules, scaling, sweep
 from .rules import is_num
 
 PLOTS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "plots")
@@ -175,7 +175,7 @@ def write_dat(path, rows):
 
 def render(batch_dir, work):
     with open(os.path.join(batch_dir, "index.json"), encoding="utf-8") as fh:
-        index = json.load(fh)
+        index = json.load(fh, parse_constant=rules.json_null_constant)
     page = Page(index)
     svgs = Svgs()
     scenarios = index.get("scenarios") or []

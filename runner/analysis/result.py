@@ -52,7 +52,7 @@ VALIDITY = ["saturated", "loadgen_bound", "probe_loadgen_bound", "sustain_loadge
 def _load_json(path):
     try:
         with open(path, encoding="utf-8") as fh:
-            return json.load(fh)
+            return json.load(fh, parse_constant=rules.json_null_constant)
     except (OSError, ValueError):
         return None
 

@@ -4,6 +4,7 @@ for every flag that is not fine, in words and figures.
 Every threshold is a named constant here and nowhere else; SPEC.md gives the reasons.
 Works on result.json documents (dicts); never reads files.
 """
+import math
 
 # A probe saturated the server when its CPU was at least this percent of its CPUs.
 SATURATED_CPU_PCT = 90.0
@@ -28,7 +29,14 @@ RATE_HELD_FRACTION = 0.01
 
 
 def is_num(v):
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
+    """True for a finite number (NaN and infinities are unknown figures, never compared)."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def json_null_constant(_name):
+    """parse_constant for json.load: NaN, Infinity and -Infinity (not JSON, but Python's json
+    writes them) are read as null, an unknown figure."""
+    return None
 
 
 def saturated(probe, n_server_cpus):

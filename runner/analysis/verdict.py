@@ -46,8 +46,11 @@ def saturation_figure(actor_probes, async_probes):
             for flag, reason in rules.probe_problems(run):
                 why.append({"server": (run or {}).get("server", who), "flag": flag, "reason": reason})
         ra, rb = probe_rps(a), probe_rps(b)
-        if not why and not (is_num(ra) and is_num(rb) and rb > 0):
-            why.append({"server": None, "flag": "no figure", "reason": "no saturation figure"})
+        if not why:
+            for who, run, rps, least in (("actor", a, ra, 0), ("async", b, rb, 1e-300)):
+                if not (is_num(rps) and rps >= least):
+                    why.append({"server": (run or {}).get("server", who), "flag": "no figure",
+                                "reason": "no saturation figure (saturation_rps %s)" % ("null" if rps is None else rps)})
         if why:
             excluded.append({"repeat": i + 1, "reasons": why})
             continue
