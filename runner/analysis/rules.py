@@ -16,7 +16,7 @@ LOADGEN_CPU_PCT = 90.0
 # the 99th percentile of its own send lag (actual write time minus due time, less the time
 # every connection was held by the server) above this bound, in ms.
 SEND_LAG_P99_MS = 1.0
-# Results from a load generator that did not report its own lag (before 2026-12-01) are
+# Results from a load generator that did not report its own lag (built before a32ebbb) are
 # judged on the whole lag, except when more than this fraction of the requests waited for a
 # free connection (then the lag was taken for the server's; a generator stall with a backlog
 # larger than its connections looks the same, which is why the own lag replaced it).
