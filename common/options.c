@@ -108,7 +108,7 @@ int options_parse(struct options *o, int argc, char **argv, const char *prog, in
     int c;
     uint64_t v;
     const char *bad = NULL;
-    const char *bad_value = NULL; /* the value a range message names */
+    int plain = 0; /* bad says all: the value it came with is not worth repeating */
     /* the leading ':' makes a missing value ':' rather than '?' (an unknown option) */
     while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
         switch (c) {
@@ -166,9 +166,10 @@ int options_parse(struct options *o, int argc, char **argv, const char *prog, in
                 bad = "--max-body must be 1..67108864";
             break;
         case O_WORKERS:
-            if (!(features & OPT_WORKERS))
+            if (!(features & OPT_WORKERS)) {
                 bad = "unknown option --workers (the actor server's scheduler threads)";
-            else if (parse_num(optarg, 0, 256, &v) == 0)
+                plain = 1;
+            } else if (parse_num(optarg, 0, 256, &v) == 0)
                 o->workers = (int)v;
             else
                 bad = "--workers must be 0..256";
@@ -176,10 +177,11 @@ int options_parse(struct options *o, int argc, char **argv, const char *prog, in
         case O_GROUP:
             if (parse_num(optarg, 1, OPTIONS_GROUP_COMMIT_MAX, &v) != 0)
                 bad = "--group-commit must be 1..64";
-            else if (v > 1 && !(features & OPT_GROUP_COMMIT))
+            else if (v > 1 && !(features & OPT_GROUP_COMMIT)) {
                 bad = "--group-commit must be 1 here: this server commits each POST in its own "
                       "transaction (batching POSTs is the actor server's store actor)";
-            else
+                plain = 1;
+            } else
                 o->group_commit = (unsigned)v;
             break;
         case O_HELP:
@@ -204,10 +206,8 @@ int options_parse(struct options *o, int argc, char **argv, const char *prog, in
             bad = "unknown option";
             break;
         }
-        if (bad) {
-            bad_value = optarg;
+        if (bad)
             break;
-        }
     }
     if (!bad && optind < argc)
         bad = "unexpected argument";
@@ -218,9 +218,8 @@ int options_parse(struct options *o, int argc, char **argv, const char *prog, in
             fprintf(stderr, "%s: option '%s' needs a value\n", prog, argv[optind - 1]);
         else if (strcmp(bad, "unexpected argument") == 0)
             fprintf(stderr, "%s: unexpected argument '%s'\n", prog, argv[optind]);
-        else if (bad_value != NULL && strncmp(bad, "unknown", 7) != 0 &&
-                 strstr(bad, "must be 1 here") == NULL) /* a value out of range: name it */
-            fprintf(stderr, "%s: %s, not '%s'\n", prog, bad, bad_value);
+        else if (optarg != NULL && !plain) /* a value out of range: name it */
+            fprintf(stderr, "%s: %s, not '%s'\n", prog, bad, optarg);
         else
             fprintf(stderr, "%s: %s\n", prog, bad);
         options_usage(stderr, prog, features);

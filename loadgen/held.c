@@ -45,6 +45,13 @@ void held_end(struct held *h, uint64_t t)
     h->on = 0;
 }
 
+uint64_t held_between(const struct held *h, uint64_t from, uint64_t to)
+{
+    if (h->n == 0 || (!h->on && mark_at(h, h->n - 1)->t <= from))
+        return 0; /* the clock has not run since from */
+    return held_at(h, to) - held_at(h, from);
+}
+
 uint64_t held_at(const struct held *h, uint64_t t)
 {
     if (h->n == 0)

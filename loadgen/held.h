@@ -35,5 +35,8 @@ void held_end(struct held *h, uint64_t t);
 /* H(t): the held time up to t. For a t older than the oldest mark kept, H of that mark
  * (holds before it are not counted, so the own lag is overstated, never understated). */
 uint64_t held_at(const struct held *h, uint64_t t);
+/* H(to) - H(from), from <= to: the held part of a wait from `from` to `to`. O(1) when no hold
+ * ran after `from` (the common case: a request sent on time), else two searches. */
+uint64_t held_between(const struct held *h, uint64_t from, uint64_t to);
 
 #endif

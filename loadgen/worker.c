@@ -392,7 +392,7 @@ static void dispatch_due(struct worker *w, uint64_t now_ns)
         if (in_window(w, now_ns)) {
             uint64_t lag_us = ns_to_us_ceil(now_ns - due);
             histogram_record(w->stats.send_lag, lag_us);
-            uint64_t server_ns = held_at(&w->held, now_ns) - held_at(&w->held, due);
+            uint64_t server_ns = held_between(&w->held, due, now_ns);
             uint64_t own_ns = now_ns - due > server_ns ? now_ns - due - server_ns : 0;
             histogram_record(w->stats.own_lag, ns_to_us_ceil(own_ns));
             if (due <= w->blocked_ns) {
@@ -1232,7 +1232,6 @@ int worker_start(struct worker *w)
 {
     return -pthread_create(&w->thread, NULL, worker_main, w);
 }
-
 
 void worker_join(struct worker *w)
 {

@@ -43,6 +43,25 @@ static void runs_only_inside_holds(void **state)
     assert_int_equal(held_at(&h, 1050) - held_at(&h, 150), 200);
 }
 
+static void between_equals_the_difference(void **state)
+{
+    (void)state;
+    struct held h;
+    held_init(&h);
+    assert_int_equal(held_between(&h, 10, 20), 0);
+    held_begin(&h, 100);
+    held_end(&h, 300);
+    held_begin(&h, 1000);
+    held_end(&h, 1100);
+    uint64_t t[] = {0, 50, 100, 200, 300, 999, 1050, 1100, 5000};
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+        for (size_t j = i; j < sizeof t / sizeof t[0]; j++)
+            assert_int_equal(held_between(&h, t[i], t[j]), held_at(&h, t[j]) - held_at(&h, t[i]));
+    held_begin(&h, 2000); /* an open hold: from before it, it runs to `to` */
+    assert_int_equal(held_between(&h, 1500, 2500), 500);
+    assert_int_equal(held_between(&h, 2100, 2500), 400);
+}
+
 static void open_hold_runs_to_now(void **state)
 {
     (void)state;
@@ -95,6 +114,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(empty_clock_is_zero),
         cmocka_unit_test(runs_only_inside_holds),
+        cmocka_unit_test(between_equals_the_difference),
         cmocka_unit_test(open_hold_runs_to_now),
         cmocka_unit_test(end_before_begin_is_empty),
         cmocka_unit_test(ring_forgets_oldest),

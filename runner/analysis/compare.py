@@ -114,9 +114,7 @@ def describe(label, index):
     ver = index.get("versions") or {}
     host = index.get("host") or {}
     commit = (ver.get("git_commit") or "?")[:12] + (" (dirty)" if ver.get("git_dirty") else "")
-
-    def known(v):  # a field the batch does not record prints '?', never 'None'
-        return "?" if v is None else v
+    known = summary.known  # a field the batch does not record prints '?', never 'None'
     return (f"{label}: batch {known(index.get('batch'))}, mode {known(index.get('mode'))}, "
             f"{known((index.get('timestamps') or {}).get('start'))}, commit {commit}, "
             f"host {known(host.get('hostname'))} ({known(host.get('cores'))} cores)")

@@ -15,7 +15,6 @@ import subprocess
 import sys
 
 from . import rules, scaling, sweep
-from .rules import is_num
 
 PLOTS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "plots")
 SAFE = re.compile(r"[^A-Za-z0-9 ._+:,=()/-]")
@@ -417,7 +416,7 @@ def build_html(index, page, plots):
                         ("latency_p50_ms", "latency_p90_ms", "latency_p99_ms", "latency_p99_9_ms", "latency_max_ms"))
               + f'<td class="n">{f(key + "/send_lag_p99_ms", 3, "ms")}'
               + (f' (own {f(key + "/send_lag_own_p99_ms", 3, "ms")})'
-                 if is_num(brief.get("send_lag_own_p99_ms")) else "") + "</td>"
+                 if rules.is_num(brief.get("send_lag_own_p99_ms")) else "") + "</td>"
               + f"<td>{validity_html(brief)}</td></tr>")
         w("</table>")
         if sc.get("equal_load"):

@@ -23,7 +23,7 @@ BRIEF = ["run", "server", "scenario", "kind", "repeat", "failure", "saturation_r
 LOADGEN_MARK = "\u2020"  # dagger: latency limited by the load generator
 
 
-def _known(v):
+def known(v):
     """A setting as printed: '?' when the batch does not record it (never 'None')."""
     return "?" if v is None else v
 
@@ -277,11 +277,11 @@ def render_markdown(index):
          if not cfg.get("loadgen_hosts") else
          f"load from {len(cfg['loadgen_hosts'])} hosts over ssh ({', '.join(cfg['loadgen_hosts'])}; agent CPUs "
          f"{cfg.get('agent_cpus') or 'all'}; start skew <= {cfg.get('max_start_skew_ms')} ms), ")
-      + f"{cfg.get('wrk_conns') or '?'} connections, probe {_known(cfg.get('probe_warmup_sec'))}+"
-      f"{_known(cfg.get('probe_sec'))} s closed "
-      f"loop x {index.get('repeats') or 1} per server (interleaved), sustain {_known(cfg.get('warmup_sec'))}+"
-      f"{_known(cfg.get('measure_sec'))} s at SAT_RATIO {_known(index.get('sat_ratio'))} x saturation, equal load "
-      f"{_known(elc.get('warmup_sec'))}+{_known(elc.get('measure_sec'))} s, POST commits: "
+      + f"{cfg.get('wrk_conns') or '?'} connections, probe {known(cfg.get('probe_warmup_sec'))}+"
+      f"{known(cfg.get('probe_sec'))} s closed "
+      f"loop x {index.get('repeats') or 1} per server (interleaved), sustain {known(cfg.get('warmup_sec'))}+"
+      f"{known(cfg.get('measure_sec'))} s at SAT_RATIO {known(index.get('sat_ratio'))} x saturation, equal load "
+      f"{known(elc.get('warmup_sec'))}+{known(elc.get('measure_sec'))} s, POST commits: "
       f"{'each alone (group commit off)' if gc in (None, 1) else f'up to {gc} per transaction in actor-server (group commit), each alone in async-server'}.")
     w("")
     w("Topology: " + "; ".join(scaling.topology(_config_of(index, sv), sv) for sv in scaling.SERVERS) + ".")

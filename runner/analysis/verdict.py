@@ -46,9 +46,9 @@ def saturation_figure(actor_probes, async_probes):
             for flag, reason in rules.probe_problems(run):
                 why.append({"server": (run or {}).get("server", who), "flag": flag, "reason": reason})
         ra, rb = probe_rps(a), probe_rps(b)
-        if not why:
-            for who, run, rps, least in (("actor", a, ra, 0), ("async", b, rb, 1e-300)):
-                if not (is_num(rps) and rps >= least):
+        if not why:  # the ratio needs an actor figure >= 0 over an async figure > 0
+            for who, run, rps, zero_ok in (("actor", a, ra, True), ("async", b, rb, False)):
+                if not (is_num(rps) and (rps > 0 or (zero_ok and rps == 0))):
                     why.append({"server": (run or {}).get("server", who), "flag": "no figure",
                                 "reason": "no saturation figure (saturation_rps %s)" % ("null" if rps is None else rps)})
         if why:
