@@ -1,11 +1,13 @@
 /* held: how long a constant-rate worker had no connection free, because every one was
- * waiting for a response. A clock H(t) that runs only during such holds (from the send
- * that took the last free connection to the end of a pass that left one free), kept as the
- * times it started and stopped (a ring of the last HELD_MARKS), so that the held part of
- * a request's wait from its due time to its send is H(send) - H(due): the server's
+ * waiting for the server. A clock H(t) that runs only during such holds (from the send
+ * that took the last free connection to the first pass that finds one free again, or, when
+ * the server had answered every request by then, to the arrival of its last answer), kept
+ * as the times it started and stopped (a ring of the last HELD_MARKS), so that the held
+ * part of a request's wait from its due time to its send is H(send) - H(due): the server's
  * doing. The rest of the send lag is the generator's own (a late wake-up, a stall while
- * connections were free; a stall during a hold counts as the server's). One worker's; not
- * thread-safe. */
+ * connections were free or while answers sat unread with the server idle; a stall while
+ * the server still had requests to answer counts as the server's). The worker decides
+ * where a hold ends; this clock only keeps it. One worker's; not thread-safe. */
 #ifndef LOADGEN_HELD_H
 #define LOADGEN_HELD_H
 

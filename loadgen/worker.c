@@ -118,6 +118,9 @@ struct worker {
     struct plan plan;
     uint64_t blocked_ns;      /* last turn that found requests due and no free connection */
     struct held held;         /* while no connection was free: the server's share of lag */
+    uint64_t freed_last_ns;   /* receive time of the latest response that freed a
+                               * connection since the last turn (0: none) */
+    uint64_t outstanding;     /* requests sent and not yet answered, on every connection */
     uint64_t wake_ns;         /* when the next turn must run for the schedule; 0 = none */
     uint64_t tick_ns;
     uint64_t grid_origin_ns;  /* the run's start + this stream's share of a tick */
@@ -212,6 +215,7 @@ static void conn_queue_request(struct conn *c, uint64_t planned_ns, uint64_t now
     s->expect = (uint16_t)m->lines[idx].expect;
     s->is_head = (uint8_t)m->lines[idx].is_head;
     c->count++;
+    w->outstanding++;
     conn_touch(c);
     if (in_window(w, now_ns))
         w->stats.requests_sent++;
@@ -365,6 +369,14 @@ static void dispatch_due(struct worker *w, uint64_t now_ns)
         w->wake_ns = 0;
         return;
     }
+    /* A connection came free during a hold and the server has answered every request: it
+     * went idle at its last answer, and from then on the wait was the generator's (a late
+     * wake-up, a saturated or stopped generator), though its connections looked busy until
+     * it read them. While the server still has requests to answer, the hold lasts to the
+     * end of this pass (below). */
+    if (w->held.on && w->nready > 0 && w->outstanding == 0 && w->freed_last_ns)
+        held_end(&w->held, w->freed_last_ns < now_ns ? w->freed_last_ns : now_ns);
+    w->freed_last_ns = 0;
     for (;;) {
         uint64_t due = tick_ceil(w, plan_peek(&w->plan));
         if (due > now_ns || due >= w->end_ns)
@@ -403,7 +415,9 @@ static void dispatch_due(struct worker *w, uint64_t now_ns)
         plan_advance(&w->plan);
     }
     /* A pass that leaves a connection free ends the hold; one that sends the backlog's next
-     * round and takes them all again continues it (its reading and sending are that round). */
+     * round and takes them all again continues it (its reading and sending are that round,
+     * and a long backlog adds no marks per round that would push its start out of the
+     * ring). */
     if (w->nready > 0)
         held_end(&w->held, now_ns);
     uint64_t next = tick_ceil(w, plan_peek(&w->plan));
@@ -443,6 +457,8 @@ static void conn_ready(struct conn *c, uint64_t now_ns)
             conn_queue_request(c, now_ns, now_ns);
         return;
     }
+    if (now_ns > w->freed_last_ns)
+        w->freed_last_ns = now_ns;
     ready_push(w, c);
 }
 
@@ -465,6 +481,7 @@ static int on_message_complete(llhttp_t *p)
     struct slot *s = &c->ring[c->head];
     c->head = (c->head + 1) % CONFIG_MAX_PIPELINE;
     c->count--;
+    w->outstanding--;
     uint64_t now = w->now_ns;
     if (now < s->sent_ns) /* a receive timestamp older than the request: not its own */
         now = w->wake_time_ns;
@@ -696,6 +713,7 @@ static void on_tcp_close(uv_handle_t *h)
     struct worker *w = c->w;
     int reconnect = c->state == CONN_CLOSING && h->type == UV_TCP && c->close_after != 2;
     c->state = CONN_IDLE_CLOSED;
+    w->outstanding -= c->count;
     c->head = c->count = 0;
     c->close_after = 0;
     buf_reset(&c->out[c->cur]);
@@ -726,6 +744,7 @@ static void conn_close(struct conn *c, int reconnect)
     }
     c->state = CONN_CLOSING;
     c->close_after = reconnect ? 0 : 2;
+    w->outstanding -= c->count;
     c->head = c->count = 0; /* the caller counted them; none is in flight any more */
     uv_close((uv_handle_t *)&c->tcp, on_tcp_close);
 }

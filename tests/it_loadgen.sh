@@ -180,6 +180,30 @@ check "generator stall: $gwaited of $gdone requests waited for a connection (> 1
 check "generator stall: loadgen's own send lag p99 $own99 ms >= $((GEN_STALL_MS / 2)) ms (lag p99 $lag99 ms)" \
     fcmp "$own99" '>=' "$((GEN_STALL_MS / 2))"
 
+# ---- the generator stopped while the server held every connection, past the server's stall ----
+# The server freezes for STALL_MS from about 1 s on and holds every connection; the load
+# generator is stopped a quarter of the way into that freeze and resumed STALL_MS after
+# the freeze ends. The server answered everything when its freeze ended: from then on the
+# wait is the generator's, though its connections still looked busy to it (it had not read
+# the responses). The hold ends at the first response's receive time, so the requests due
+# in that last STALL_MS have it in their own lag (an earlier build counted it all as the
+# server's: own p99 under 1 ms).
+start_helper stall_server --stall-ms "$STALL_MS" --stall-after-ms 1000
+"$LOADGEN" --url "http://127.0.0.1:$SERVER_PORT" --rate "$CO_RATE" --duration "$CO_SECS" \
+    --connections "$CO_CONNS" --json "$TMP/both.json" --quiet &
+gen=$!
+PIDS+=("$gen")
+sleep "$(awk -v s="$STALL_MS" 'BEGIN { print 1 + s / 4000 }')"
+kill -STOP "$gen"
+sleep "$(awk -v s="$STALL_MS" 'BEGIN { print s * 7 / 4000 }')"
+kill -CONT "$gen"
+wait "$gen"
+stop_helper
+lag99=$(jget "$TMP/both.json" .send_lag_ms.p99)
+own99=$(jget "$TMP/both.json" .send_lag_own_ms.p99)
+check "generator stopped past a server stall: own send lag p99 $own99 ms >= $((STALL_MS / 4)) ms (lag p99 $lag99 ms)" \
+    fcmp "$own99" '>=' "$((STALL_MS / 4))"
+
 # ---- rate accuracy ----
 start_helper stall_server --stall-ms 0
 "$LOADGEN" --url "http://127.0.0.1:$SERVER_PORT" --rate "$RATE" --duration "$RATE_SECS" \
