@@ -206,13 +206,24 @@ class TestRules(unittest.TestCase):
                  "requests_completed": 801000, "requests_waited_for_connection": 31732}
         self.assertTrue(rules.loadgen_bound(stall, 1, False))
         self.assertFalse(rules.loadgen_bound(dict(stall, send_lag_own_p99_ms=None), 1, False))
-        self.assertIn("own send lag p99 36.200 ms > 1 ms (of a send lag p99 37.000 ms)", rules.lag_reason(stall))
+        self.assertIn("own send lag p99 36.200 ms > 1 ms and > 10% of the send lag p99 37.000 ms",
+                      rules.lag_reason(stall))
         # the server held every connection: a long lag, little of it the generator's own,
         # whether or not many requests were counted as waiting
         held = {"loadgen_cpu_pct": 50, "send_lag_p99_ms": 465.0, "send_lag_own_p99_ms": 0.9,
                 "requests_completed": 3000, "requests_waited_for_connection": 0}
         self.assertFalse(rules.loadgen_bound(held, 1, False))
-        self.assertTrue(rules.loadgen_bound(dict(held, send_lag_own_p99_ms=1.2), 1, False))
+        # past 1 ms the own lag must also be more than a tenth of the whole lag: 1.2 ms of
+        # 465 is the generator's reaction in each round of the drain (the server idle between
+        # rounds), not its latency
+        self.assertFalse(rules.loadgen_bound(dict(held, send_lag_own_p99_ms=1.2), 1, False))
+        self.assertFalse(rules.loadgen_bound(dict(held, send_lag_own_p99_ms=46.5), 1, False))
+        self.assertTrue(rules.loadgen_bound(dict(held, send_lag_own_p99_ms=46.6), 1, False))
+        # a lag that is all the generator's: the 1 ms bound alone decides
+        self.assertTrue(rules.loadgen_bound(dict(held, send_lag_p99_ms=1.2, send_lag_own_p99_ms=1.1), 1, False))
+        self.assertFalse(rules.loadgen_bound(dict(held, send_lag_p99_ms=1.2, send_lag_own_p99_ms=0.9), 1, False))
+        # the whole lag unknown: the own lag alone decides
+        self.assertTrue(rules.loadgen_bound(dict(held, send_lag_p99_ms=None, send_lag_own_p99_ms=1.2), 1, False))
 
     def test_quiet_threshold_scales_with_server_cpus(self):
         self.assertTrue(rules.quiet({"server_cpus_other_pct": 10.0}, 1))

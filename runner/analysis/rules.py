@@ -16,6 +16,12 @@ LOADGEN_CPU_PCT = 90.0
 # the 99th percentile of its own send lag (actual write time minus due time, less the time
 # every connection was held by the server) above this bound, in ms.
 SEND_LAG_P99_MS = 1.0
+# ... and above this fraction of the whole send lag's p99: the own lag also holds the
+# generator's reaction in each round of a backlog the server made (it read the answers and
+# sent the next round while the server sat idle), which adds up over a long stall's drain
+# (it_loadgen: 1.25 ms of own lag in draining a 500 ms stall of a server that answers at
+# once) without making the latency the generator's.
+OWN_LAG_SHARE = 0.1
 # Results from a load generator that did not report its own lag (built before a32ebbb) are
 # judged on the whole lag, except when more than this fraction of the requests waited for a
 # free connection (then the lag was taken for the server's; a generator stall with a backlog
@@ -55,7 +61,8 @@ def loadgen_bound(phase, n_loadgen_cpus, closed_loop, server_saturated=None):
     Closed loop (the probe): the load generator set the rate when its CPU reached
     LOADGEN_CPU_PCT while the server was not saturated. Constant rate: when its CPU reached
     LOADGEN_CPU_PCT (it could not keep up with its own schedule), or when its own send lag
-    p99 exceeded SEND_LAG_P99_MS (see lag_bound). None when unknown."""
+    p99 exceeded SEND_LAG_P99_MS and OWN_LAG_SHARE of the lag (see lag_bound). None when
+    unknown."""
     cpu = phase.get("loadgen_cpu_pct")
     if not is_num(cpu):
         return None
@@ -106,11 +113,13 @@ def agents_bound_reason(agents):
 
 def lag_bound(phase):
     """True when a constant-rate phase sent late on its own account: its own send lag p99
-    (send_lag_own_p99_ms) above SEND_LAG_P99_MS; for a result without it, the whole lag's
-    p99 above it while at most WAITED_FRACTION of the requests waited for a connection."""
+    (send_lag_own_p99_ms) above SEND_LAG_P99_MS and above OWN_LAG_SHARE of the whole lag's
+    p99 (when known); for a result without it, the whole lag's p99 above SEND_LAG_P99_MS
+    while at most WAITED_FRACTION of the requests waited for a connection."""
     own = phase.get("send_lag_own_p99_ms")
     if is_num(own):
-        return own > SEND_LAG_P99_MS
+        lag = phase.get("send_lag_p99_ms")
+        return own > SEND_LAG_P99_MS and not (is_num(lag) and own <= OWN_LAG_SHARE * lag)
     lag = phase.get("send_lag_p99_ms")
     if not is_num(lag) or lag <= SEND_LAG_P99_MS:
         return False
@@ -118,11 +127,12 @@ def lag_bound(phase):
 
 
 def lag_reason(phase):
-    """'own send lag p99 X ms > 1 ms' (or the whole lag's, for an older result)."""
+    """'own send lag p99 X ms > 1 ms and > 10% of the send lag p99 Y ms' (or the whole lag's,
+    for an older result)."""
     own = phase.get("send_lag_own_p99_ms")
     if is_num(own):
-        return (f"own send lag p99 {own:.3f} ms > {SEND_LAG_P99_MS:g} ms (of a send lag p99 "
-                f"{fmt_ms(phase.get('send_lag_p99_ms'))})")
+        return (f"own send lag p99 {own:.3f} ms > {SEND_LAG_P99_MS:g} ms and > "
+                f"{OWN_LAG_SHARE:.0%} of the send lag p99 {fmt_ms(phase.get('send_lag_p99_ms'))}")
     return f"send lag p99 {phase['send_lag_p99_ms']:.3f} ms > {SEND_LAG_P99_MS:g} ms"
 
 

@@ -188,7 +188,8 @@ def build_index(batch_dir, target=None, generated=None):
         "equal_load_config": {"warmup_sec": matrix.get("equal_load_warmup_sec"),
                               "measure_sec": matrix.get("equal_load_measure_sec")},
         "thresholds": {"saturated_cpu_pct": rules.SATURATED_CPU_PCT, "loadgen_cpu_pct": rules.LOADGEN_CPU_PCT,
-                       "send_lag_p99_ms": rules.SEND_LAG_P99_MS, "waited_fraction": rules.WAITED_FRACTION,
+                       "send_lag_p99_ms": rules.SEND_LAG_P99_MS, "own_lag_share": rules.OWN_LAG_SHARE,
+                       "waited_fraction": rules.WAITED_FRACTION,
                        "other_load_pct": rules.OTHER_LOAD_PCT, "rate_held_fraction": rules.RATE_HELD_FRACTION},
         "verdict": v, "scenarios": scenarios, "failures": failures,
         "runs": sat, "probe_runs": probes, "equal_load_runs": eq,
@@ -322,7 +323,8 @@ def render_markdown(index):
     w("")
     w(f"req/s is the rate sustained at SAT_RATIO x that server's own first probe; p99 is coordinated-omission "
       f"corrected latency; CPU is percent of one CPU. {LOADGEN_MARK} marks a latency limited by the load generator "
-      f"(loadgen-bound: its CPU >= {rules.LOADGEN_CPU_PCT:g}% or its own send lag p99 > {rules.SEND_LAG_P99_MS:g} ms): "
+      f"(loadgen-bound: its CPU >= {rules.LOADGEN_CPU_PCT:g}% or its own send lag p99 > {rules.SEND_LAG_P99_MS:g} ms "
+      f"and > {rules.OWN_LAG_SHARE:.0%} of its send lag p99): "
       "it measures the load generator's queue, not the server.")
     w("")
     w("## Equal load (both servers at SAT_RATIO x the slower one's median saturation)")
