@@ -20,6 +20,7 @@
 #define CONFIG_TICK_AUTO_REQS 16
 #define CONFIG_MAX_AGENTS 1000
 #define CONFIG_START_AT_PAST_MAX_S 1.0      /* --start-at may lie this far in the past */
+#define CONFIG_MAX_INTERVALS 3600           /* --interval: at most this many per run */
 
 enum arrivals { ARRIVALS_EVEN, ARRIVALS_POISSON };
 enum io_mode { IO_AUTO, IO_URING, IO_EPOLL };
@@ -51,6 +52,9 @@ struct config {
     unsigned agent_index; /* --agent i/N: this is agent i (0-based) of N */
     unsigned agent_count;
     double start_at;     /* --start-at: CLOCK_REALTIME seconds since the epoch; 0 = now */
+    uint64_t interval_ns; /* --interval: the corrected latency of each interval of the
+                           * measured window, too (0: off; widened so that there are at
+                           * most CONFIG_MAX_INTERVALS) */
     int quiet;
 };
 
@@ -82,6 +86,9 @@ int config_check_start_at(double start_at, double now_s, char *err, size_t errle
 uint64_t config_auto_tick_ns(double rate, unsigned streams);
 /* Sets cfg->tick_ns to config_auto_tick_ns when cfg->tick_auto (config_parse calls it). */
 void config_pick_tick(struct config *cfg);
+/* The number of --interval intervals of the measured window (the last may be shorter);
+ * 0 when off. Pure. */
+unsigned config_intervals(const struct config *cfg);
 /* Prints the usage text to f. */
 void config_usage(void *f);
 

@@ -262,6 +262,7 @@ int main(int argc, char **argv)
 
     struct stats total;
     stats_init(&total);
+    stats_intervals_init(&total, config_intervals(&cfg), cfg.interval_ns);
     uint64_t stop_ns = 0;
     for (unsigned i = 0; i < nthreads; i++) {
         worker_join(workers[i]);

@@ -3,6 +3,7 @@
 #include "report.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "util.h"
@@ -29,6 +30,41 @@ static double ms(uint64_t us)
 static double achieved_rps(const struct report *r)
 {
     return r->elapsed_s > 0 ? (double)r->total->requests_completed / r->elapsed_s : 0.0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The p99 (us) of each non-empty interval, sorted, into out (n_intervals long); returns how
+ * many. */
+static unsigned interval_p99s(const struct stats *t, uint64_t *out)
+{
+    unsigned n = 0;
+    for (unsigned i = 0; i < t->n_intervals; i++)
+        if (histogram_total(t->interval_latency[i]) > 0)
+            out[n++] = histogram_percentile(t->interval_latency[i], 99.0);
+    qsort(out, n, sizeof *out, cmp_u64);
+    return n;
+}
+
+/* One line: the spread of the intervals' p99s (median of the non-empty ones, min, max). */
+static void print_intervals(const struct stats *t, FILE *f)
+{
+    if (t->n_intervals == 0)
+        return;
+    uint64_t *p99 = xcalloc(t->n_intervals, sizeof *p99);
+    unsigned n = interval_p99s(t, p99);
+    if (n > 0) {
+        double median = n % 2 ? ms(p99[n / 2]) : (ms(p99[n / 2 - 1]) + ms(p99[n / 2])) / 2;
+        fprintf(f, "  latency p99 per %.3g s interval (ms): median %.3f  min %.3f  max %.3f  "
+                   "over %u intervals with responses (of %u)\n",
+                (double)t->interval_ns / 1e9, median, ms(p99[0]), ms(p99[n - 1]), n,
+                t->n_intervals);
+    }
+    free(p99);
 }
 
 void report_print(const struct report *r, FILE *f)
@@ -69,6 +105,7 @@ void report_print(const struct report *r, FILE *f)
             ms(histogram_max(t->service)));
     fprintf(f, "  %-10s %20.3f %20.3f\n", "mean", histogram_mean(t->latency) / 1000.0,
             histogram_mean(t->service) / 1000.0);
+    print_intervals(t, f);
     if (histogram_out_of_range(t->latency))
         fprintf(f, "  %llu latencies above %.0f s (clamped)\n",
                 (unsigned long long)histogram_out_of_range(t->latency),
@@ -117,6 +154,34 @@ static void json_str(FILE *f, const char *s)
 }
 
 /* A histogram's summary in ms, or null when it does not apply. */
+/* The corrected latency of each interval: {"interval_s", "count": [...], "p50_ms",
+ * "p99_ms", "max_ms": [...]} (null entries for an interval without responses), or null
+ * when not recorded (--interval 0, or a merge of inputs without them). */
+static void json_intervals(FILE *f, const struct stats *t)
+{
+    if (t->n_intervals == 0) {
+        fputs("null", f);
+        return;
+    }
+    fprintf(f, "{\"interval_s\":%.6f,\"count\":[", (double)t->interval_ns / 1e9);
+    for (unsigned i = 0; i < t->n_intervals; i++)
+        fprintf(f, "%s%llu", i ? "," : "",
+                (unsigned long long)histogram_total(t->interval_latency[i]));
+    const char *keys[3] = {"p50_ms", "p99_ms", "max_ms"};
+    const double ps[3] = {50.0, 99.0, 100.0};
+    for (int k = 0; k < 3; k++) {
+        fprintf(f, "],\"%s\":[", keys[k]);
+        for (unsigned i = 0; i < t->n_intervals; i++) {
+            const struct histogram *h = t->interval_latency[i];
+            if (histogram_total(h) == 0)
+                fprintf(f, "%snull", i ? "," : "");
+            else
+                fprintf(f, "%s%.3f", i ? "," : "", ms(histogram_percentile(h, ps[k])));
+        }
+    }
+    fputs("]}", f);
+}
+
 static void json_hist_or_null(FILE *f, const struct histogram *h, int applies);
 
 static void json_hist(FILE *f, const struct histogram *h)
@@ -237,6 +302,8 @@ void report_json(const struct report *r, FILE *f)
     }
     fputs(",\"latency_ms\":", f);
     json_hist(f, t->latency);
+    fputs(",\"latency_intervals\":", f);
+    json_intervals(f, t);
     fputs(",\"service_time_ms\":", f);
     json_hist(f, t->service);
     fputs(",\"send_lag_ms\":", f);

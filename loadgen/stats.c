@@ -1,6 +1,7 @@
 /* stats: counters and histograms of one worker, merged into a total after join. */
 #include "stats.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "util.h"
@@ -23,8 +24,33 @@ void stats_init(struct stats *s)
     s->own_lag = stats_histogram_new();
 }
 
+void stats_intervals_init(struct stats *s, unsigned n, uint64_t interval_ns)
+{
+    if (n == 0 || interval_ns == 0)
+        return;
+    s->interval_latency = xcalloc(n, sizeof *s->interval_latency);
+    for (unsigned i = 0; i < n; i++) {
+        s->interval_latency[i] = histogram_new(STATS_LOWEST_US, STATS_HIGHEST_US,
+                                               STATS_INTERVAL_SIG_FIGS);
+        if (s->interval_latency[i] == NULL)
+            panic("histogram_new refused its arguments");
+    }
+    s->n_intervals = n;
+    s->interval_ns = interval_ns;
+}
+
+static void intervals_free(struct stats *s)
+{
+    for (unsigned i = 0; i < s->n_intervals; i++)
+        histogram_free(s->interval_latency[i]);
+    free(s->interval_latency);
+    s->interval_latency = NULL;
+    s->n_intervals = 0;
+}
+
 void stats_free(struct stats *s)
 {
+    intervals_free(s);
     histogram_free(s->latency);
     histogram_free(s->service);
     histogram_free(s->send_lag);
@@ -54,6 +80,13 @@ void stats_merge(struct stats *dst, const struct stats *src)
         histogram_merge(dst->conn_wait, src->conn_wait) < 0 ||
         histogram_merge(dst->own_lag, src->own_lag) < 0)
         panic("histogram layouts differ");
+    if (dst->n_intervals != src->n_intervals || dst->interval_ns != src->interval_ns) {
+        intervals_free(dst);
+        return;
+    }
+    for (unsigned i = 0; i < dst->n_intervals; i++)
+        if (histogram_merge(dst->interval_latency[i], src->interval_latency[i]) < 0)
+            panic("histogram layouts differ");
 }
 
 uint64_t stats_errors_total(const struct stats *s)

@@ -14,6 +14,7 @@
 #define STATS_HIGHEST_US 60000000ull
 #define STATS_SIG_FIGS 3
 #define STATS_MAX_STATUS 600
+#define STATS_INTERVAL_SIG_FIGS 2 /* per-interval histograms: 1% resolution, ~20 KiB each */
 
 enum stats_error {
     STATS_ERR_CONNECT, STATS_ERR_READ, STATS_ERR_WRITE, STATS_ERR_TIMEOUT, STATS_ERR_PARSE,
@@ -37,8 +38,13 @@ struct stats {
     struct histogram *send_lag;    /* actual send - planned send, every request sent */
     struct histogram *conn_wait;   /* the send lag of the requests_waited */
     struct histogram *own_lag;     /* the part of send_lag that was the generator's own:
-                                    * actual send - max(planned send, when the connection it
-                                    * went on got room, i.e. its last response arrived) */
+                                    * less the time every connection was held by the
+                                    * server (held.h) */
+    /* --interval: the corrected latency of each interval of the measured window, by
+     * completion time, at STATS_INTERVAL_SIG_FIGS (none when n_intervals is 0) */
+    unsigned n_intervals;
+    uint64_t interval_ns;
+    struct histogram **interval_latency;
     uint64_t progress_completed; /* mirrors for the progress line (atomics.h, relaxed) */
     uint64_t progress_errors;
 };
@@ -48,7 +54,18 @@ struct histogram *stats_histogram_new(void);
 /* Initialises s (zeroed counters, new empty histograms). Aborts only on OOM. */
 void stats_init(struct stats *s);
 void stats_free(struct stats *s);
-/* Adds src's counters and histograms into dst (after src's thread has been joined). */
+/* Adds n empty per-interval latency histograms of interval_ns each to s (n 0: none). */
+void stats_intervals_init(struct stats *s, unsigned n, uint64_t interval_ns);
+/* Records a corrected latency of `us` completed `since_ns` after the window opened. */
+static inline void stats_record_interval(struct stats *s, uint64_t since_ns, uint64_t us)
+{
+    if (s->n_intervals == 0)
+        return;
+    uint64_t i = since_ns / s->interval_ns;
+    histogram_record(s->interval_latency[i < s->n_intervals ? i : s->n_intervals - 1], us);
+}
+/* Adds src's counters and histograms into dst (after src's thread has been joined); the
+ * per-interval ones when both have the same intervals (else dst's are dropped: unknown). */
 void stats_merge(struct stats *dst, const struct stats *src);
 /* Sum of all error classes. */
 uint64_t stats_errors_total(const struct stats *s);

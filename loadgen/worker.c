@@ -498,7 +498,9 @@ static int on_message_complete(llhttp_t *p)
             st->errors[STATS_ERR_STATUS]++;
             atomics_store64_relaxed(&st->progress_errors, stats_errors_total(st));
         }
-        histogram_record(st->latency, (now - s->planned_ns + 999) / 1000);
+        uint64_t latency_us = (now - s->planned_ns + 999) / 1000;
+        histogram_record(st->latency, latency_us);
+        stats_record_interval(st, now - w->measure_start_ns, latency_us);
         histogram_record(st->service, (now - s->sent_ns + 999) / 1000);
         atomics_store64_relaxed(&st->progress_completed, st->requests_completed);
     } else if (now >= w->end_ns && s->sent_ns < w->end_ns && s->sent_ns >= w->measure_start_ns) {
@@ -1230,6 +1232,7 @@ struct worker *worker_new(struct worker_shared *sh, unsigned id, unsigned nconns
         w->conns[i].fd = -1;
     }
     stats_init(&w->stats);
+    stats_intervals_init(&w->stats, config_intervals(cfg), cfg->interval_ns);
     unsigned stream = plan_stream(cfg->agent_index, cfg->agent_count, id);
     rng_seed(&w->rng, cfg->seed * 0x100000001b3ull + stream);
     w->seq_stride = (uint64_t)cfg->agent_count * cfg->threads;

@@ -137,6 +137,15 @@ check "uncorrected p99 does not: $s99 ms < $((STALL_MS / 10)) ms (conns $CO_CONN
 check "uncorrected max still saw the stall: $smax ms >= $((STALL_MS * 8 / 10))" \
     fcmp "$smax" '>=' "$((STALL_MS * 8 / 10))"
 check "--hgrm wrote a spectrum" grep -q 'Percentile' "$TMP/co.hgrm"
+# --interval (default 1 s): the stall is one second's tail, not the run's
+iv_sum=$(jq '[.latency_intervals.count[]] | add' "$TMP/co.json")
+lat_n=$(jget "$TMP/co.json" .latency_ms.count)
+check "intervals: $(jq -c '.latency_intervals.count' "$TMP/co.json") responses per 1 s interval add up to the latency count $lat_n" \
+    bash -c "[[ '$(jget "$TMP/co.json" .latency_intervals.interval_s)' == 1 && \$(jq '.latency_intervals.count | length' '$TMP/co.json') -eq $CO_SECS && '$iv_sum' == '$lat_n' ]]"
+iv_max=$(jq '[.latency_intervals.p99_ms[] | select(. != null)] | max' "$TMP/co.json")
+iv_med=$(jq '[.latency_intervals.p99_ms[] | select(. != null)] | sort | .[length / 2 | floor]' "$TMP/co.json")
+check "intervals: the stall's interval has p99 $iv_max ms >= $((STALL_MS / 2)) ms, the median interval $iv_med ms < $((STALL_MS / 10)) ms" \
+    bash -c "fcmp() { awk -v a=\"\$1\" -v b=\"\$3\" \"BEGIN { exit !(a \$2 b) }\"; }; fcmp $iv_max '>=' $((STALL_MS / 2)) && fcmp $iv_med '<' $((STALL_MS / 10))"
 # During the stall all CO_CONNS connections hold a request: the R*S - CO_CONNS requests
 # planned meanwhile wait for a free connection (allow 20% for timing).
 waited=$(jget "$TMP/co.json" .requests_waited_for_connection)
@@ -211,7 +220,7 @@ start_helper stall_server --stall-ms 0
 "$LOADGEN" --url "http://127.0.0.1:$SERVER_PORT" --rate "$RATE" --duration "$RATE_SECS" \
     --arrivals poisson --threads 2 --connections 8 --json "$TMP/poisson.json" --quiet
 "$LOADGEN" --url "http://127.0.0.1:$SERVER_PORT" --duration 1 --threads 2 --connections 4 \
-    --pipeline 8 --json "$TMP/pipe.json" --quiet
+    --pipeline 8 --interval 250ms --json "$TMP/pipe.json" --quiet
 # A low rate against a fast server: the send lag must be small against the 100 ms interval,
 # with the default I/O (epoll); --tick 1ms and
 # --tick 0 hold the rate too.
@@ -223,7 +232,7 @@ done
 "$LOADGEN" --url "http://127.0.0.1:$SERVER_PORT" --rate "$RATE" --duration "$RATE_SECS" \
     --connections 8 --tick 1ms --json "$TMP/tick1ms.json" --quiet
 "$LOADGEN" --url "http://127.0.0.1:$SERVER_PORT" --rate "$RATE" --duration "$RATE_SECS" \
-    --connections 8 --tick 0 --io epoll --json "$TMP/tick0.json" --quiet
+    --connections 8 --tick 0 --io epoll --interval 0 --json "$TMP/tick0.json" --quiet
 # --tick auto (the default) at AUTO_RATE req/s on one thread: 16 / AUTO_RATE capped at
 # 500 us, with either I/O (--io auto: epoll where io_uring is not usable).
 "$LOADGEN" --url "http://127.0.0.1:$SERVER_PORT" --rate "$AUTO_RATE" --duration "$RATE_SECS" \
@@ -259,6 +268,13 @@ for io in $LOW_RATE_IO; do
     check "rate 10/s, io $(jget "$L" .io): send lag p50 $(jget "$L" .send_lag_ms.p50) ms < 1 ms, p99 $(jget "$L" .send_lag_ms.p99) ms < the 100 ms interval" \
         jtrue '.send_lag_ms.p50 < 1 and .send_lag_ms.p99 < 100' "$L"
 done
+check "--interval 250ms over 1 s of closed loop: 4 intervals whose counts add up to the latency count" \
+    jtrue '.latency_intervals.interval_s == 0.25 and (.latency_intervals.count | length) == 4
+           and (.latency_intervals.count | add) == .latency_ms.count
+           and (.latency_intervals.p99_ms | length) == 4' "$TMP/pipe.json"
+check "--interval 0: latency_intervals is null" jtrue '.latency_intervals == null' "$TMP/tick0.json"
+check "a merge of agents' --hist-out (which do not carry intervals): latency_intervals is null" \
+    jtrue '.latency_intervals == null' "$TMP/merged.json"
 for t in tick1ms tick0; do
     got=$(jget "$TMP/$t.json" .requests_completed)
     check "$t: tick_us $(jget "$TMP/$t.json" .tick_us), completed $got within 1% of $((RATE * RATE_SECS))" \

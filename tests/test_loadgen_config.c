@@ -209,6 +209,38 @@ static void test_tick_io_defaults(void **state)
                      -EINVAL);
 }
 
+/* --interval: 1 s by default, 0 turns it off, a bad value is refused, and a long run gets
+ * wider intervals, never more than CONFIG_MAX_INTERVALS. */
+static void test_intervals(void **state)
+{
+    (void)state;
+    struct config cfg;
+    char err[256];
+    assert_int_equal(parse(&cfg, err, sizeof err, "--url", "http://h:1", "--duration", "15", NULL), 0);
+    assert_int_equal(cfg.interval_ns, 1000000000ull);
+    assert_int_equal(config_intervals(&cfg), 15);
+    assert_int_equal(parse(&cfg, err, sizeof err, "--url", "http://h:1", "--duration", "2500ms",
+                           "--interval", "1s", NULL), 0);
+    assert_int_equal(config_intervals(&cfg), 3); /* the last one 0.5 s */
+    assert_int_equal(parse(&cfg, err, sizeof err, "--url", "http://h:1", "--interval", "0", NULL), 0);
+    assert_int_equal(config_intervals(&cfg), 0);
+    assert_int_equal(parse(&cfg, err, sizeof err, "--url", "http://h:1", "--interval", "soon", NULL),
+                     -EINVAL);
+    assert_non_null(strstr(err, "--interval"));
+    assert_int_equal(parse(&cfg, err, sizeof err, "--url", "http://h:1", "--duration", "3600",
+                           NULL), 0);
+    assert_int_equal(config_intervals(&cfg), CONFIG_MAX_INTERVALS);
+    assert_int_equal(cfg.interval_ns, 1000000000ull);
+    assert_int_equal(parse(&cfg, err, sizeof err, "--url", "http://h:1", "--duration", "3601",
+                           NULL), 0);
+    assert_true(cfg.interval_ns > 1000000000ull);
+    assert_true(config_intervals(&cfg) <= CONFIG_MAX_INTERVALS);
+    assert_int_equal(parse(&cfg, err, sizeof err, "--url", "http://h:1", "--duration", "36000",
+                           "--interval", "1ms", NULL), 0);
+    assert_int_equal(cfg.interval_ns, 10000000000ull);
+    assert_int_equal(config_intervals(&cfg), CONFIG_MAX_INTERVALS);
+}
+
 /* --tick auto: bounded, monotone in the rate per event loop, and never coarser than the
  * minimum when it would batch nothing. */
 static void test_auto_tick(void **state)
@@ -307,6 +339,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tick_io_defaults),
         cmocka_unit_test(test_auto_tick),
+        cmocka_unit_test(test_intervals),
         cmocka_unit_test(test_agent_parse),
         cmocka_unit_test(test_start_at),
         cmocka_unit_test(test_timebase_is_one_clock),
