@@ -23,7 +23,8 @@ FIX = os.path.join(ROOT, "tests", "fixtures")
 N_SRV, N_LG, TCK = 1, 1, 100
 
 
-def loadgen_doc(rps, window_s=10.0, cpu_pct=50.0, errors=0, p99=1.0, lag_p99=None, waited=None, rate=0.0):
+def loadgen_doc(rps, window_s=10.0, cpu_pct=50.0, errors=0, p99=1.0, lag_p99=None, waited=None, rate=0.0,
+                intervals=None):
     """A load generator JSON as build/loadgen --json writes it."""
     done = int(rps * window_s)
     doc = {"achieved_rps": rps, "requests_completed": done, "elapsed_s": window_s, "target_rps": rate,
@@ -38,6 +39,11 @@ def loadgen_doc(rps, window_s=10.0, cpu_pct=50.0, errors=0, p99=1.0, lag_p99=Non
         doc["send_lag_ms"] = {"p50": lag_p99 / 10, "p99": lag_p99, "max": lag_p99 * 2}
     if waited is not None:
         doc["requests_waited_for_connection"] = waited
+    if intervals is not None:  # the p99 of each 1 s interval (None: no response in it)
+        doc["latency_intervals"] = {"interval_s": 1.0, "count": [0 if v is None else 100 for v in intervals],
+                                    "p50_ms": [None if v is None else v / 4 for v in intervals],
+                                    "p99_ms": list(intervals),
+                                    "max_ms": [None if v is None else v * 2 for v in intervals]}
     return doc
 
 
@@ -79,11 +85,11 @@ class Batch:
             if spec is None:
                 continue
             spec = dict({"server_cpu": 95.0, "lg_cpu": 50.0, "other": 0.0, "errors": 0, "p99": 1.0,
-                         "lag_p99": None, "waited": None}, **spec)
+                         "lag_p99": None, "waited": None, "intervals": None}, **spec)
             rate = spec.get("target", 0) if rate_key else 0
             with open(os.path.join(d, fname), "w", encoding="utf-8") as fh:
                 json.dump(loadgen_doc(spec["rps"], 10.0, spec["lg_cpu"], spec["errors"], spec["p99"],
-                                      spec["lag_p99"], spec["waited"], rate), fh)
+                                      spec["lag_p99"], spec["waited"], rate, spec["intervals"]), fh)
             ticks = spec["server_cpu"] / 100 * 10.0 * TCK
             busy = (spec["server_cpu"] + spec["other"]) / 100 * 10.0 * TCK
             facts["phases"][phase] = {"loadgen_json": fname, "histogram": "h.txt", "cpu": [[100.0, 0], [110.0, ticks]],
@@ -254,6 +260,31 @@ class TestResult(unittest.TestCase):
                                            "quiet": True})
         self.assertEqual(res["flags"], [])
         self.assertEqual(res["server_rss_mb"], 10.0)
+
+    def test_p99_per_interval_is_summed_up(self):
+        b = Batch(self.tmp, "r")
+        res = b.run("async-mem", "s1", probe={"rps": 100000},
+                    sustain={"rps": 70000, "target": 70000, "server_cpu": 70.0, "p99": 48.9,
+                             "intervals": [0.8, 48.9, None, 0.3, 0.5]})
+        self.assertEqual(res["latency_p99_intervals"],
+                         {"interval_s": 1.0, "intervals": 4, "median_ms": 0.65, "min_ms": 0.3, "max_ms": 48.9,
+                          "p99_ms": [0.8, 48.9, None, 0.3, 0.5]})
+        res = b.run("async-mem", "s2", probe={"rps": 100000}, sustain={"rps": 70000, "target": 70000})
+        self.assertIsNone(res["latency_p99_intervals"])  # an older load generator: unknown
+
+    def test_equal_load_table_shows_the_p99_per_interval(self):
+        b = Batch(self.tmp, "r")
+        b.scenario("s1", [100000] * 3, [100000] * 3, eq=(100000, 100000),
+                   eq_actor={"intervals": [0.3, 0.4, 0.5, 30.0]}, eq_async={"intervals": [None, None]})
+        b.scenario("s2", [100000] * 3, [100000] * 3, eq=(100000, 100000))
+        b.summarize()
+        with open(os.path.join(b.dir, "summary.md"), encoding="utf-8") as fh:
+            text = fh.read()
+        self.assertIn("| p99 per 1 s actor | p99 per 1 s async |", text)
+        eq = text[text.index("## Equal load"):]
+        row = next(line for line in eq.splitlines() if line.startswith("| s1 | 70,000 |"))
+        self.assertIn("| 0.450 (0.300-30.000) ms | n/a |", row)
+        self.assertIn("p99 per 1 s: the p99 of each 1 s of the window, median (min-max)", text)
 
     def test_sustain_loadgen_bound_is_flagged_with_its_reason(self):
         b = Batch(self.tmp, "r")

@@ -33,7 +33,7 @@ FIELDS = [
     "server", "scenario", "kind", "batch", "run", "repeat", "sweep",
     "saturation_rps", "target_rps", "sustained_rps",
     "latency_p50_ms", "latency_p75_ms", "latency_p90_ms", "latency_p99_ms", "latency_p99_9_ms",
-    "latency_p99_99_ms", "latency_max_ms", "latency_mean_ms",
+    "latency_p99_99_ms", "latency_max_ms", "latency_mean_ms", "latency_p99_intervals",
     "service_time_p50_ms", "service_time_p99_ms", "service_time_max_ms",
     "send_lag_p50_ms", "send_lag_p99_ms", "send_lag_max_ms", "send_lag_own_p99_ms",
     "send_lag_own_max_ms", "requests_waited_for_connection",
@@ -145,6 +145,21 @@ def agents_figures(run_dir, phase, lg):
     return out
 
 
+def p99_intervals(lg):
+    """The load generator's per-interval corrected-latency p99s (--interval) summed up:
+    {interval_s, intervals (those with responses), median_ms, min_ms, max_ms, p99_ms (each
+    interval's, null where it had no response)}; None when the run did not record them."""
+    iv = lg.get("latency_intervals")
+    if not isinstance(iv, dict) or not isinstance(iv.get("p99_ms"), list) or not is_num(iv.get("interval_s")):
+        return None
+    p99s = [v if is_num(v) else None for v in iv["p99_ms"]]
+    known = sorted(v for v in p99s if v is not None)
+    k = len(known)
+    median = None if k == 0 else known[k // 2] if k % 2 else (known[k // 2 - 1] + known[k // 2]) / 2
+    return {"interval_s": iv["interval_s"], "intervals": k, "median_ms": _round(median, 3),
+            "min_ms": known[0] if known else None, "max_ms": known[-1] if known else None, "p99_ms": p99s}
+
+
 def phase_figures(run_dir, phase, clk_tck, n_srv):
     """The figures common to every phase: load generator JSON, server CPU, contention."""
     lg = _load_json(os.path.join(run_dir, phase.get("loadgen_json") or "")) or {}
@@ -170,6 +185,7 @@ def phase_figures(run_dir, phase, clk_tck, n_srv):
         "connections_established": lg.get("connections_established"),
         "connections_failed": lg.get("connections_failed"),
         "latency": lg.get("latency_ms") or {}, "service": lg.get("service_time_ms") or {},
+        "latency_p99_intervals": p99_intervals(lg),
         "have_loadgen": bool(lg), "agents": agents_figures(run_dir, phase, lg),
     }
     fig.update(contention(phase, n_srv, cpu_pct))
@@ -240,6 +256,7 @@ def build(run_dir):
                 "latency_p90_ms": lat.get("p90"), "latency_p99_ms": lat.get("p99"),
                 "latency_p99_9_ms": lat.get("p99_9"), "latency_p99_99_ms": lat.get("p99_99"),
                 "latency_max_ms": lat.get("max"), "latency_mean_ms": lat.get("mean"),
+                "latency_p99_intervals": f["latency_p99_intervals"],
                 "service_time_p50_ms": svc.get("p50"), "service_time_p99_ms": svc.get("p99"),
                 "service_time_max_ms": svc.get("max"),
                 "server_cpu_pct": f["server_cpu_pct"], "server_cpu_s": f["server_cpu_s"],

@@ -80,6 +80,8 @@ def brief(run):
     out["probe"] = {k: probe.get(k) for k in ("rps", "server_cpu_pct", "loadgen_cpu_pct", "req_per_cpu_sec",
                                               "validity")} if probe else None
     out["latency_by_loadgen"] = bool((run.get("validity") or {}).get("sustain_loadgen_bound"))
+    iv = run.get("latency_p99_intervals")
+    out["latency_p99_intervals"] = {k: v for k, v in iv.items() if k != "p99_ms"} if isinstance(iv, dict) else None
     return out
 
 
@@ -239,6 +241,24 @@ def lat(r, key):
     return text + LOADGEN_MARK if r.get("latency_by_loadgen") and text != "n/a" else text
 
 
+def intervals(r):
+    """A brief's per-interval p99s: 'median M (A-B) ms', or n/a when not recorded."""
+    iv = (r or {}).get("latency_p99_intervals") or {}
+    if not is_num(iv.get("median_ms")):
+        return "n/a"
+    return f"{n(iv['median_ms'], 3)} ({n(iv.get('min_ms'), 3)}-{n(iv.get('max_ms'), 3)}) ms"
+
+
+def interval_words(index):
+    """The interval length of the batch's equal-load runs, as '1 s' (the first one known)."""
+    for s in index["scenarios"]:
+        for r in ((s.get("equal_load") or {}).get("actor"), (s.get("equal_load") or {}).get("async")):
+            iv = (r or {}).get("latency_p99_intervals") or {}
+            if is_num(iv.get("interval_s")):
+                return f"{iv['interval_s']:g} s"
+    return "interval"
+
+
 def validity(r):
     if r is None:
         return "no result"
@@ -329,17 +349,19 @@ def render_markdown(index):
     w("")
     w("## Equal load (both servers at SAT_RATIO x the slower one's median saturation)")
     w("")
-    w("| scenario | rate req/s | p99 actor | p99 async | p99.9 actor | p99.9 async | CPU actor | CPU async | "
+    per = interval_words(index)
+    w(f"| scenario | rate req/s | p99 actor | p99 async | p99 per {per} actor | p99 per {per} async | p99.9 actor | "
+      "p99.9 async | CPU actor | CPU async | "
       "req/CPU-s actor | req/CPU-s async | handler p99 actor | handler p99 async | send lag p99 actor | "
       "send lag p99 async | validity |")
-    w("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+    w("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
     for s in index["scenarios"]:
         e = s.get("equal_load")
         if not e:
             continue
         a, b = e["actor"], e["async"]
         w(f"| {s['scenario']} | {n(e['rate_rps'])} | {lat(a, 'latency_p99_ms')} | {lat(b, 'latency_p99_ms')} | "
-          f"{lat(a, 'latency_p99_9_ms')} | {lat(b, 'latency_p99_9_ms')} | {u((a or {}).get('server_cpu_pct'), 1, '%')} | "
+          f"{intervals(a)} | {intervals(b)} | {lat(a, 'latency_p99_9_ms')} | {lat(b, 'latency_p99_9_ms')} | {u((a or {}).get('server_cpu_pct'), 1, '%')} | "
           f"{u((b or {}).get('server_cpu_pct'), 1, '%')} | {n((a or {}).get('req_per_cpu_sec'))} | "
           f"{n((b or {}).get('req_per_cpu_sec'))} | {u((a or {}).get('handler_p99_us'), 0, 'us')} | "
           f"{u((b or {}).get('handler_p99_us'), 0, 'us')} | {lag(a)} | "
@@ -347,7 +369,10 @@ def render_markdown(index):
     if any(s.get("equal_load") for s in index["scenarios"]):
         w("")
         w("Send lag is the time a request was written minus the time it was due; \"own\" is the part that was the "
-          "load generator's, not time every connection spent waiting for the server's response (SPEC.md section 6).")
+          "load generator's, not time every connection spent waiting for the server's response (SPEC.md section 6). "
+          f"p99 per {per}: the p99 of each {per} of the window, median (min-max); a tail made in a few seconds "
+          "(a pause of the server or of the host) has a low median and a high maximum, and then the window's p99 "
+          "says more about those seconds than about the server.")
     out.extend(sweep.markdown_lines(index))
     out.extend(scaling.markdown_lines(index))
     if index.get("failures"):
