@@ -72,6 +72,14 @@ class Page:
         return f'<span class="fig" data-key="{esc(key)}">{text}</span>{suffix}'
 
 
+def per_interval(f, key):
+    """A brief's per-interval p99s at KEY as 'median (min-max) ms', or n/a."""
+    median = f(key + "/median_ms", 3, "")
+    if "n/a" in median:
+        return median
+    return f'{median} ({f(key + "/min_ms", 3, "")}-{f(key + "/max_ms", 3, "ms")})'
+
+
 def validity_html(brief):
     """The validity of a brief result as small badges: one per problem (rules.py), or ok."""
     if brief is None:
@@ -400,6 +408,7 @@ def build_html(index, page, plots):
         w(f'<h3>{esc(sc.get("scenario"))}: {esc(sc.get("actor"))} vs {esc(sc.get("async"))}</h3>')
         w(f'<div class="grid">{plots.get(f"latency-{scn}-own", "")}{plots.get(f"latency-{scn}-equal", "")}</div>')
         w("<table><tr><th>run</th><th>rate</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>max</th>"
+          '<th title="the p99 of each second of the window: median (min-max)">p99 per second</th>'
           "<th>send lag p99</th><th>validity</th></tr>")
         for key, label in ((f"scenarios/{i}/actor_result", sc.get("actor_run")),
                            (f"scenarios/{i}/async_result", sc.get("async_run")),
@@ -414,6 +423,7 @@ def build_html(index, page, plots):
               f'<td class="n">{f(key + "/sustained_rps", 0, "req/s")}</td>'
               + "".join(f'<td class="n">{f(key + "/" + m, 3, "ms")}</td>' for m in
                         ("latency_p50_ms", "latency_p90_ms", "latency_p99_ms", "latency_p99_9_ms", "latency_max_ms"))
+              + f'<td class="n">{per_interval(f, key + "/latency_p99_intervals")}</td>'
               + f'<td class="n">{f(key + "/send_lag_p99_ms", 3, "ms")}'
               + (f' (own {f(key + "/send_lag_own_p99_ms", 3, "ms")})'
                  if rules.is_num(brief.get("send_lag_own_p99_ms")) else "") + "</td>"
