@@ -488,8 +488,17 @@ run_load() {
         cpustat_sample "$SERVER_CPUS" >"$edge.stat"
         if [[ -n "$scrape" ]]; then metrics_scrape "$url" "$scrape-before.prom" || fail "scraping /metrics before the $phase failed"; fi
     else
+        # The first samples are taken a little before the window opens (half the warm-up, at
+        # most 1 s), by a job on the load generator's CPUs: their forks (awk, curl: 30-60 ms
+        # of CPU) then land in the discarded warm-up and off the server's CPUs. Taken at the
+        # window's start on any CPU, they made the first second of every constant-rate window
+        # the worst (p99 51-108 ms against 1-3 ms for the other seconds, bench/NOTES.md).
+        # The CPU window is so up to 1 s longer than the latency window, at the same load.
+        local lead
+        lead=$(calc "$warm / 2 < 1 ? $warm / 2 : 1")
         (
-            sleep "$edge_wait"
+            if [[ "$cpus_disjoint" == true ]]; then taskset -pc "$LOADGEN_CPUS" "$BASHPID" >/dev/null 2>&1 || true; fi
+            sleep "$(calc "$edge_wait - $lead")"
             cpustat_sample "$SERVER_CPUS" >"$edge.stat"
             proc_sample "$SERVER_PID" >"$edge.tmp" && mv "$edge.tmp" "$edge"
             if [[ -n "$scrape" ]]; then metrics_scrape "$url" "$scrape-before.prom" || rm -f "$scrape-before.prom"; fi
