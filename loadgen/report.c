@@ -153,7 +153,6 @@ static void json_str(FILE *f, const char *s)
     fputc('"', f);
 }
 
-/* A histogram's summary in ms, or null when it does not apply. */
 /* The corrected latency of each interval: {"interval_s", "count": [...], "p50_ms",
  * "p99_ms", "max_ms": [...]} (null entries for an interval without responses), or null
  * when not recorded (--interval 0, or a merge of inputs without them). */
@@ -182,6 +181,7 @@ static void json_intervals(FILE *f, const struct stats *t)
     fputs("]}", f);
 }
 
+/* A histogram's summary in ms, or null when it does not apply. */
 static void json_hist_or_null(FILE *f, const struct histogram *h, int applies);
 
 static void json_hist(FILE *f, const struct histogram *h)

@@ -24,6 +24,7 @@ CLK_TCK units; cpustat sums /proc/stat over the server's CPUs.
 """
 import json
 import os
+import statistics
 
 from . import promtext, rules
 from .rules import is_num
@@ -154,9 +155,8 @@ def p99_intervals(lg):
         return None
     p99s = [v if is_num(v) else None for v in iv["p99_ms"]]
     known = sorted(v for v in p99s if v is not None)
-    k = len(known)
-    median = None if k == 0 else known[k // 2] if k % 2 else (known[k // 2 - 1] + known[k // 2]) / 2
-    return {"interval_s": iv["interval_s"], "intervals": k, "median_ms": _round(median, 3),
+    return {"interval_s": iv["interval_s"], "intervals": len(known),
+            "median_ms": _round(statistics.median(known), 3) if known else None,
             "min_ms": known[0] if known else None, "max_ms": known[-1] if known else None, "p99_ms": p99s}
 
 
