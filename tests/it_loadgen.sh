@@ -169,16 +169,21 @@ check "server stall: send lag p99 $lag99 ms >= $((STALL_MS / 2)) ms, loadgen's o
 # (SIGSTOP) for GEN_STALL_MS: the requests due meanwhile wait for it, not for the server,
 # though more than 1% of them then wait for a connection (the backlog is larger than the
 # connections), which is what made the old rule excuse such a lag as the server's.
+# stopped_run AFTER_S FOR_S OUT: the coordinated-omission schedule against the helper
+# server, with the load generator stopped (SIGSTOP) AFTER_S seconds in for FOR_S seconds.
+stopped_run() {
+    "$LOADGEN" --url "http://127.0.0.1:$SERVER_PORT" --rate "$CO_RATE" --duration "$CO_SECS" \
+        --connections "$CO_CONNS" --json "$3" --quiet &
+    local gen=$!
+    PIDS+=("$gen")
+    sleep "$1"
+    kill -STOP "$gen"
+    sleep "$2"
+    kill -CONT "$gen"
+    wait "$gen"
+}
 start_helper stall_server --stall-ms 0
-"$LOADGEN" --url "http://127.0.0.1:$SERVER_PORT" --rate "$CO_RATE" --duration "$CO_SECS" \
-    --connections "$CO_CONNS" --json "$TMP/gstall.json" --quiet &
-gen=$!
-PIDS+=("$gen")
-sleep 1.5
-kill -STOP "$gen"
-sleep "$(awk -v s="$GEN_STALL_MS" 'BEGIN { print s / 1000 }')"
-kill -CONT "$gen"
-wait "$gen"
+stopped_run 1.5 "$(awk -v s="$GEN_STALL_MS" 'BEGIN { print s / 1000 }')" "$TMP/gstall.json"
 stop_helper
 lag99=$(jget "$TMP/gstall.json" .send_lag_ms.p99)
 own99=$(jget "$TMP/gstall.json" .send_lag_own_ms.p99)
@@ -194,19 +199,12 @@ check "generator stall: loadgen's own send lag p99 $own99 ms >= $((GEN_STALL_MS 
 # generator is stopped a quarter of the way into that freeze and resumed STALL_MS after
 # the freeze ends. The server answered everything when its freeze ended: from then on the
 # wait is the generator's, though its connections still looked busy to it (it had not read
-# the responses). The hold ends at the first response's receive time, so the requests due
-# in that last STALL_MS have it in their own lag (an earlier build counted it all as the
-# server's: own p99 under 1 ms).
+# the responses). The hold ends at the receive time of the server's last answer, so the
+# requests due in that last STALL_MS have it in their own lag (an earlier build counted it
+# all as the server's: own p99 under 1 ms).
 start_helper stall_server --stall-ms "$STALL_MS" --stall-after-ms 1000
-"$LOADGEN" --url "http://127.0.0.1:$SERVER_PORT" --rate "$CO_RATE" --duration "$CO_SECS" \
-    --connections "$CO_CONNS" --json "$TMP/both.json" --quiet &
-gen=$!
-PIDS+=("$gen")
-sleep "$(awk -v s="$STALL_MS" 'BEGIN { print 1 + s / 4000 }')"
-kill -STOP "$gen"
-sleep "$(awk -v s="$STALL_MS" 'BEGIN { print s * 7 / 4000 }')"
-kill -CONT "$gen"
-wait "$gen"
+stopped_run "$(awk -v s="$STALL_MS" 'BEGIN { print 1 + s / 4000 }')" \
+    "$(awk -v s="$STALL_MS" 'BEGIN { print s * 7 / 4000 }')" "$TMP/both.json"
 stop_helper
 lag99=$(jget "$TMP/both.json" .send_lag_ms.p99)
 own99=$(jget "$TMP/both.json" .send_lag_own_ms.p99)
