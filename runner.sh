@@ -492,7 +492,7 @@ run_load() {
         # most 1 s), by a job on the load generator's CPUs: their forks (awk, curl: 30-60 ms
         # of CPU) then land in the discarded warm-up and off the server's CPUs. Taken at the
         # window's start on any CPU, they made the first second of every constant-rate window
-        # the worst (p99 51-108 ms against 1-3 ms for the other seconds, bench/NOTES.md).
+        # the worst (p99 52-108 ms, the median second 1.6-1.9 ms, bench/NOTES.md).
         # The CPU window is so up to 1 s longer than the latency window, at the same load.
         local lead
         lead=$(calc "$warm / 2 < 1 ? $warm / 2 : 1")
