@@ -72,12 +72,12 @@ class Page:
         return f'<span class="fig" data-key="{esc(key)}">{text}</span>{suffix}'
 
 
-def per_interval(f, key):
+def per_interval(page, key):
     """A brief's per-interval p99s at KEY as 'median (min-max) ms', or n/a."""
-    median = f(key + "/median_ms", 3, "")
-    if "n/a" in median:
-        return median
-    return f'{median} ({f(key + "/min_ms", 3, "")}-{f(key + "/max_ms", 3, "ms")})'
+    f = page.fig
+    if not rules.is_num(get_path(page.index, key + "/median_ms")):
+        return f(key + "/median_ms")
+    return f'{f(key + "/median_ms", 3)} ({f(key + "/min_ms", 3)}-{f(key + "/max_ms", 3, "ms")})'
 
 
 def validity_html(brief):
@@ -423,7 +423,7 @@ def build_html(index, page, plots):
               f'<td class="n">{f(key + "/sustained_rps", 0, "req/s")}</td>'
               + "".join(f'<td class="n">{f(key + "/" + m, 3, "ms")}</td>' for m in
                         ("latency_p50_ms", "latency_p90_ms", "latency_p99_ms", "latency_p99_9_ms", "latency_max_ms"))
-              + f'<td class="n">{per_interval(f, key + "/latency_p99_intervals")}</td>'
+              + f'<td class="n">{per_interval(page, key + "/latency_p99_intervals")}</td>'
               + f'<td class="n">{f(key + "/send_lag_p99_ms", 3, "ms")}'
               + (f' (own {f(key + "/send_lag_own_p99_ms", 3, "ms")})'
                  if rules.is_num(brief.get("send_lag_own_p99_ms")) else "") + "</td>"

@@ -116,11 +116,9 @@ def lag_bound(phase):
     (send_lag_own_p99_ms) above SEND_LAG_P99_MS and above OWN_LAG_SHARE of the whole lag's
     p99 (when known); for a result without it, the whole lag's p99 above SEND_LAG_P99_MS
     while at most WAITED_FRACTION of the requests waited for a connection."""
-    own = phase.get("send_lag_own_p99_ms")
+    own, lag = phase.get("send_lag_own_p99_ms"), phase.get("send_lag_p99_ms")
     if is_num(own):
-        lag = phase.get("send_lag_p99_ms")
         return own > SEND_LAG_P99_MS and not (is_num(lag) and own <= OWN_LAG_SHARE * lag)
-    lag = phase.get("send_lag_p99_ms")
     if not is_num(lag) or lag <= SEND_LAG_P99_MS:
         return False
     return not waited_much(phase)
