@@ -27,7 +27,19 @@ USAGE = """usage: python3 -m analysis COMMAND ARGS   (with runner/ on PYTHONPATH
   scaling-plan COUNTS CPUS       for each server CPU count in COUNTS (e.g. 1,2,4,8) on the
                                  CPU list CPUS (e.g. 0-3): "run N SERVER_CPUS LOADGEN_CPUS"
                                  or "skip N REASON", one line each (the load generator's
-                                 CPUs disjoint from the server's)"""
+                                 CPUs disjoint from the server's)
+  servers                        every server definition: NAME, scenarios, file and
+                                 description, tab-separated, one line each
+  server NAME FIELD              one field of a definition: scenarios, ready_path,
+                                 stop_signal, build, path or description
+  server-command NAME KEY=VALUE...
+                                 the command of a definition with its placeholders filled,
+                                 each argument followed by a NUL byte (env_args from the
+                                 environment)
+  server-env NAME KEY=VALUE...   its extra environment, KEY=VALUE each followed by NUL
+  matrix [--pair=A,B]... [--pairs=FILE] [--servers=LIST] [--baseline=NAME]
+         [--scenarios=LIST]      what a batch runs (matrix.py), as JSON
+Definitions are read from servers/ and SERVER_DEFS; a bad definition or selection exits 2."""
 
 
 def _line(run_dir, phase):
@@ -74,6 +86,56 @@ def _equal_rate(batch_dir, scenario, sat_ratio):
     return max(1, math.floor(min(meds) * sat_ratio + 0.5))  # half up, not Python's half to even
 
 
+def _servers_cmd(cmd, args):
+    """The server-definition commands of USAGE; 2 on a usage or definition error."""
+    from . import matrix, servers
+    try:
+        defs = servers.load_all()
+        if cmd == "servers" and not args:
+            for name in sorted(defs):
+                d = defs[name]
+                print(name, ",".join(d.scenarios), d.path, d.description, sep="\t")
+        elif cmd == "server" and len(args) == 2:
+            d = servers.get(defs, args[0])
+            value = {"scenarios": ",".join(d.scenarios), "ready_path": d.ready_path,
+                     "stop_signal": d.stop_signal, "build": " ".join(d.build), "path": d.path,
+                     "description": d.description}.get(args[1])
+            if value is None:
+                raise servers.DefinitionError(f"no field '{args[1]}'")
+            print(value)
+        elif cmd in ("server-command", "server-env") and args:
+            values = {}
+            for kv in args[1:]:
+                key, eq, val = kv.partition("=")
+                if not eq:
+                    raise servers.DefinitionError(f"expected KEY=VALUE, got '{kv}'")
+                values[key] = val
+            argv, env = servers.expand(servers.get(defs, args[0]), values)
+            items = argv if cmd == "server-command" else [f"{k}={v}" for k, v in env.items()]
+            sys.stdout.write("".join(x + "\0" for x in items))
+        elif cmd == "matrix":
+            opts = {"pairs": []}
+            for a in args:
+                key, eq, val = a.partition("=")
+                if not eq or key not in ("--pair", "--pairs", "--servers", "--baseline", "--scenarios"):
+                    raise servers.DefinitionError(f"matrix: unknown argument '{a}'")
+                if key == "--pair":
+                    opts["pairs"].append(val)
+                else:
+                    opts[{"--pairs": "pairs_file"}.get(key, key[2:])] = val
+            m = matrix.build(defs, pairs=opts["pairs"] or None, pairs_file=opts.get("pairs_file"),
+                             servers=opts.get("servers"), baseline=opts.get("baseline"),
+                             scenarios=opts.get("scenarios"))
+            print(json.dumps(m, indent=1))
+        else:
+            print(USAGE, file=sys.stderr)
+            return 2
+    except servers.DefinitionError as err:
+        print(f"analysis {cmd}: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def main(argv):
     if len(argv) < 2 or argv[1] in ("-h", "--help"):
         print(USAGE)
@@ -116,6 +178,8 @@ def main(argv):
             from . import scaling
             for p in scaling.plan(scaling.parse_counts(args[0]), scaling.parse_cpus(args[1])):
                 print(" ".join(str(x) for x in p))
+        elif cmd in ("servers", "server", "server-command", "server-env", "matrix"):
+            return _servers_cmd(cmd, args)
         elif cmd == "headline" and len(args) == 1:
             with open(os.path.join(args[0], "index.json"), encoding="utf-8") as fh:
                 v = json.load(fh)["verdict"]

@@ -1,0 +1,253 @@
+"""servers: the server definitions (servers/NAME.toml and the folders of SERVER_DEFS) and the
+comparison pairs (runner/default-pairs.toml, or a --pairs file): the one place a server and
+the default matrix are described (servers/README.md gives the keys).
+Reads files only; never starts a server. Every error is a DefinitionError whose message names
+the file, so that a caller can print it as a usage error.
+"""
+import os
+import re
+import tomllib
+
+NAME_RE = re.compile(r"^[A-Za-z0-9._-]+$")
+SCENARIOS = ("s1", "s2", "s3", "s4")
+PLACEHOLDERS = ("root", "build", "host", "port", "threads", "db", "bearer", "seed_users", "access_log",
+                "run_dir")
+SIGNALS = ("TERM", "INT", "QUIT", "HUP", "USR1", "USR2")
+ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+FIELD_RE = re.compile(r"\{\{|\}\}|\{([^{}]*)\}|[{}]")
+KEYS = {"command", "scenarios", "description", "ready_path", "env", "stop_signal", "build", "env_args"}
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DEFAULT_PAIRS = os.path.join(ROOT, "runner", "default-pairs.toml")
+# Scenarios that decide a pair's overall verdict when the pairs file does not say.
+DECIDING = ("s1", "s2")
+
+
+class DefinitionError(ValueError):
+    """A definition or pairs file that cannot be used; the message names the file."""
+
+
+class Server:
+    """One server definition, checked: name, path, command (list of str), scenarios (list),
+    description, ready_path, env (dict str -> str), stop_signal, build (list of binary names),
+    env_args (dict variable -> list of str)."""
+
+    def __init__(self, name, path, doc):
+        self.name, self.path = name, path
+        self.command = doc["command"]
+        self.scenarios = doc["scenarios"]
+        self.description = doc.get("description", "")
+        self.ready_path = doc.get("ready_path", "/ping")
+        self.env = doc.get("env", {})
+        self.stop_signal = doc.get("stop_signal", "TERM")
+        self.build = doc.get("build", [])
+        self.env_args = doc.get("env_args", {})
+
+    def serves(self, scenario):
+        return scenario in self.scenarios
+
+
+def _fail(path, why):
+    raise DefinitionError(f"{path}: {why}")
+
+
+def check_template(path, where, text):
+    """Raises DefinitionError unless every {name} in TEXT is a known placeholder."""
+    for m in FIELD_RE.finditer(text):
+        tok = m.group(0)
+        if tok in ("{{", "}}"):
+            continue
+        if m.group(1) is None:
+            _fail(path, f"{where}: a lone '{tok}' (write '{tok}{tok}' for a literal brace)")
+        if m.group(1) not in PLACEHOLDERS and not (where.startswith("env_args") and m.group(1) == "value"):
+            _fail(path, f"{where}: unknown placeholder '{{{m.group(1)}}}' (known: "
+                  + ", ".join("{%s}" % p for p in PLACEHOLDERS) + ")")
+
+
+def _strings(path, key, value, allow_empty=False):
+    if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
+        _fail(path, f"'{key}' must be an array of strings")
+    if not value and not allow_empty:
+        _fail(path, f"'{key}' must not be empty")
+    return value
+
+
+def check(path, doc):
+    """Raises DefinitionError when DOC (a parsed definition) breaks servers/README.md's rules."""
+    unknown = sorted(set(doc) - KEYS)
+    if unknown:
+        _fail(path, f"unknown key{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} (known: "
+              + ", ".join(sorted(KEYS)) + ")")
+    for key in ("command", "scenarios"):
+        if key not in doc:
+            _fail(path, f"'{key}' is required")
+    for i, arg in enumerate(_strings(path, "command", doc["command"])):
+        check_template(path, f"command[{i}]", arg)
+    if doc["command"][0] == "":
+        _fail(path, "command[0] (the program) is empty")
+    scs = _strings(path, "scenarios", doc["scenarios"])
+    for s in scs:
+        if s not in SCENARIOS:
+            _fail(path, f"unknown scenario '{s}' (known: {', '.join(SCENARIOS)})")
+    if len(set(scs)) != len(scs):
+        _fail(path, "a scenario is listed twice")
+    for key in ("description", "ready_path", "stop_signal"):
+        if key in doc and not isinstance(doc[key], str):
+            _fail(path, f"'{key}' must be a string")
+    if not doc.get("ready_path", "/").startswith("/"):
+        _fail(path, f"ready_path must start with '/', got '{doc['ready_path']}'")
+    if any(c in doc.get("ready_path", "") for c in " \r\n"):
+        _fail(path, "ready_path must not hold spaces or line breaks")
+    sig = doc.get("stop_signal", "TERM")
+    if sig not in SIGNALS:
+        _fail(path, f"stop_signal must be one of {', '.join(SIGNALS)}, got '{sig}'")
+    env = doc.get("env", {})
+    if not isinstance(env, dict):
+        _fail(path, "'env' must be a table of strings")
+    for k, v in env.items():
+        if not ENV_NAME_RE.match(k) or not isinstance(v, str):
+            _fail(path, f"env: '{k}' must be a variable name with a string value")
+        check_template(path, f"env.{k}", v)
+    for b in _strings(path, "build", doc.get("build", []), allow_empty=True):
+        if not NAME_RE.match(b):
+            _fail(path, f"build: '{b}' is not a binary name of this project")
+    ea = doc.get("env_args", {})
+    if not isinstance(ea, dict):
+        _fail(path, "'env_args' must be a table")
+    for k, v in ea.items():
+        if not ENV_NAME_RE.match(k):
+            _fail(path, f"env_args: '{k}' is not a variable name")
+        for i, arg in enumerate(_strings(path, f"env_args.{k}", v)):
+            check_template(path, f"env_args.{k}[{i}]", arg)
+
+
+def search_dirs(root=ROOT, server_defs=None):
+    """The folders read, in order: ROOT/servers, then each folder of SERVER_DEFS (a
+    ':'-separated list; the environment's when None). Raises DefinitionError for a listed
+    folder that does not exist."""
+    if server_defs is None:
+        server_defs = os.environ.get("SERVER_DEFS", "")
+    dirs = [os.path.join(root, "servers")]
+    for d in server_defs.split(":"):
+        if not d:
+            continue
+        if not os.path.isdir(d):
+            raise DefinitionError(f"SERVER_DEFS: no such folder '{d}'")
+        dirs.append(d)
+    return dirs
+
+
+def load_file(path):
+    """The Server defined by PATH (its name is the file's stem)."""
+    name = os.path.basename(path)[:-len(".toml")]
+    if not NAME_RE.match(name):
+        _fail(path, f"the name '{name}' (the file's stem) may hold only [A-Za-z0-9._-]")
+    try:
+        with open(path, "rb") as fh:
+            doc = tomllib.load(fh)
+    except tomllib.TOMLDecodeError as err:
+        _fail(path, f"not valid TOML: {err}")
+    except OSError as err:
+        _fail(path, f"cannot be read: {err.strerror}")
+    check(path, doc)
+    return Server(name, path, doc)
+
+
+def load_all(root=ROOT, server_defs=None):
+    """{name: Server} of every definition in search_dirs(); a name defined twice raises
+    DefinitionError naming both files."""
+    out = {}
+    for d in search_dirs(root, server_defs):
+        for entry in sorted(os.listdir(d)):
+            path = os.path.join(d, entry)
+            if not entry.endswith(".toml") or not os.path.isfile(path):
+                continue
+            srv = load_file(path)
+            if srv.name in out:
+                raise DefinitionError(f"server '{srv.name}' is defined twice: {out[srv.name].path} and {path}")
+            out[srv.name] = srv
+    return out
+
+
+def get(defs, name):
+    """The Server NAME of DEFS; DefinitionError (listing the known names) when unknown."""
+    if name not in defs:
+        raise DefinitionError(f"unknown server '{name}' (defined: {', '.join(sorted(defs)) or 'none'}; "
+                              "see ./runner.sh --list-servers)")
+    return defs[name]
+
+
+def fill(template, values):
+    """TEMPLATE with every {placeholder} replaced from VALUES (str -> str) and {{ }} unescaped.
+    Raises DefinitionError for a placeholder VALUES lacks."""
+    def sub(m):
+        tok = m.group(0)
+        if tok in ("{{", "}}"):
+            return tok[0]
+        key = m.group(1)
+        if key is None or key not in values:
+            raise DefinitionError(f"no value for '{tok}'")
+        return str(values[key])
+    return FIELD_RE.sub(sub, template)
+
+
+def expand(srv, values, variables=None):
+    """(argv, env) of SRV for one run: the command with VALUES filled in, then for each
+    env_args variable set (non-empty) in VARIABLES (the runner's environment) its arguments
+    with {value}; env is the definition's env filled in."""
+    variables = os.environ if variables is None else variables
+    argv = [fill(a, values) for a in srv.command]
+    for var, args in srv.env_args.items():
+        val = variables.get(var, "")
+        if val != "":
+            argv += [fill(a, dict(values, value=val)) for a in args]
+    env = {k: fill(v, values) for k, v in srv.env.items()}
+    return argv, env
+
+
+class Pairs:
+    """A list of comparisons (candidate, baseline, scenarios) and the scenarios that decide the
+    overall verdict (None: DECIDING where a pair shares them, else all it shares)."""
+
+    def __init__(self, pairs, decides=None):
+        self.pairs, self.decides = pairs, decides
+
+
+def pair_scenarios(defs, candidate, baseline, wanted=None):
+    """The scenarios both CANDIDATE and BASELINE serve (in SCENARIOS order), limited to WANTED."""
+    a, b = get(defs, candidate), get(defs, baseline)
+    return [s for s in SCENARIOS if a.serves(s) and b.serves(s) and (wanted is None or s in wanted)]
+
+
+def load_pairs(path, defs):
+    """The Pairs of a pairs file (runner/default-pairs.toml's shape). Raises DefinitionError."""
+    try:
+        with open(path, "rb") as fh:
+            doc = tomllib.load(fh)
+    except tomllib.TOMLDecodeError as err:
+        _fail(path, f"not valid TOML: {err}")
+    except OSError as err:
+        _fail(path, f"cannot be read: {err.strerror}")
+    if set(doc) - {"pair", "decides"}:
+        _fail(path, "only 'decides' and [[pair]] tables are allowed")
+    decides = doc.get("decides")
+    if decides is not None:
+        for s in _strings(path, "decides", decides, allow_empty=True):
+            if s not in SCENARIOS:
+                _fail(path, f"decides: unknown scenario '{s}'")
+    pairs = []
+    for i, p in enumerate(doc.get("pair") or []):
+        if not isinstance(p, dict) or set(p) - {"candidate", "baseline", "scenarios"} or \
+                not isinstance(p.get("candidate"), str) or not isinstance(p.get("baseline"), str):
+            _fail(path, f"pair {i + 1}: needs candidate and baseline (names), optional scenarios")
+        try:
+            shared = pair_scenarios(defs, p["candidate"], p["baseline"])
+        except DefinitionError as err:
+            _fail(path, f"pair {i + 1}: {err}")
+        scs = p.get("scenarios", shared)
+        for s in _strings(path, f"pair {i + 1} scenarios", scs):
+            if s not in shared:
+                _fail(path, f"pair {i + 1}: {p['candidate']} and {p['baseline']} do not both serve {s}")
+        pairs.append((p["candidate"], p["baseline"], list(scs)))
+    if not pairs:
+        _fail(path, "no [[pair]]")
+    return Pairs(pairs, decides)
