@@ -7,10 +7,9 @@ topology for a run's config. Never runs a benchmark.
 """
 import os
 
+from . import cpuplan
 from .rules import is_num
 
-# The load generator needs at least this many CPUs of its own beside the server's.
-MIN_LOADGEN_CPUS = 1
 SERVERS = ("actor-server", "async-server")  # the binaries; runs name actor-mem, async-sqlite, ...
 
 
@@ -64,19 +63,17 @@ def cpu_list(cpus):
     return ",".join(out)
 
 
-def plan(counts, cpus):
-    """For each requested server CPU count: ('run', n, server_cpus, loadgen_cpus) with the
-    first n CPUs of the mask for the server and the rest for the load generator, or
-    ('skip', n, reason) when fewer than n + MIN_LOADGEN_CPUS CPUs are available."""
-    cpus = sorted(set(cpus))
+def plan(counts, cpus, root=None, smt=None):
+    """For each requested server CPU count: ('run', n, server_cpus, loadgen_cpus) as the CPU
+    planner places them on the mask CPUS with the topology under ROOT (cpuplan: never a core
+    on both sides, the server in as few L3 domains and nodes as possible, the load generator
+    its measured share of cores), or ('skip', n, reason) when the mask cannot give n with a
+    core left for the load generator. ROOT defaults to /sys/devices/system/cpu, SMT to
+    cpuplan's default policy."""
+    topo = cpuplan.Topology(root or cpuplan.DEFAULT_ROOT, sorted(set(cpus)))
     out = []
-    for n in sorted(set(counts)):
-        if n + MIN_LOADGEN_CPUS > len(cpus):
-            out.append(("skip", n, "%d server CPU%s need %d CPUs with the load generator's disjoint, "
-                        "the host gives %d (%s)" % (n, "" if n == 1 else "s", n + MIN_LOADGEN_CPUS,
-                                                    len(cpus), cpu_list(cpus) or "none")))
-        else:
-            out.append(("run", n, cpu_list(cpus[:n]), cpu_list(cpus[n:])))
+    for what, n, x in cpuplan.scaling(topo, counts, smt or cpuplan.DEFAULT_SMT):
+        out.append(("skip", n, x) if what == "skip" else ("run", n, x["server_cpus"], x["loadgen_cpus"]))
     return out
 
 
