@@ -127,6 +127,13 @@ class TestSaturationRules(unittest.TestCase):
         _, by, why = self.judge("plateau-loadgen")
         self.assertIsNone(by)
         self.assertIn("cannot judge: the load generator limited it", why)
+        # a crowded plateau probe loses req/s and CPU alike: no plateau
+        run = fixture("plateau")
+        run["probe"]["plateau"].update({"rps": 120000, "server_cpu_pct": 120.0, "quiet": False,
+                                        "server_cpus_other_pct": 160.0})
+        by, why = rules.saturation(run["probe"], 4)
+        self.assertIsNone(by)
+        self.assertIn("others used the server CPUs (160.0% not the server)", why)
 
     def test_not_saturated_problem_gives_the_reason(self):
         run = fixture("rising")
@@ -165,6 +172,8 @@ class TestSaturationRules(unittest.TestCase):
         self.assertFalse(rules.plateau_needed(dict(p, validity={"loadgen_bound": True, "clean": True}), 1))
         self.assertFalse(rules.plateau_needed(dict(p, validity={"loadgen_bound": False, "clean": False}), 1))
         self.assertFalse(rules.plateau_needed(dict(p, plateau={"rps": 1}), 1))
+        self.assertFalse(rules.plateau_needed(dict(p, validity={"loadgen_bound": False, "clean": True,
+                                                                "quiet": False}), 1))
         self.assertFalse(rules.plateau_needed(dict(p, rps=0), 1))
         self.assertFalse(rules.plateau_needed(fixture("thread")["probe"], 4))
         self.assertFalse(rules.plateau_needed(None, 1))
@@ -193,8 +202,10 @@ class TestResultFromFacts(unittest.TestCase):
         lg0 = sample(100.2, [(60, 60, 0, "loadgen")] + [(60, 61 + i, 0, f"lg-{i}") for i in range(3)])
         lg1 = sample(109.8, [(60, 60, 1, "loadgen")] + [(60, 61 + i, lg_thread_ticks, f"lg-{i}") for i in range(3)])
         ph = facts["phases"]["probe"]
+        # /proc/stat of the 4 server CPUs over 10 s: busy exactly the server's own ticks (quiet)
         ph.update({"tasks": {"server": [srv0, srv1], "loadgen": [lg0, lg1]}, "connections": 256,
-                   "cpu": [[100.0, 0], [110.0, io0_ticks + 1500]]})
+                   "cpu": [[100.0, 0], [110.0, io0_ticks + 1500]],
+                   "cpustat": [[0, 0, 0], [io0_ticks + 1500, 4 * 10 * TCK, 0]]})
         if plateau_rps is not None:
             with open(os.path.join(d, "plateau.json"), "w", encoding="utf-8") as fh:
                 lg = json.load(open(os.path.join(d, ph["loadgen_json"]), encoding="utf-8"))
@@ -202,6 +213,7 @@ class TestResultFromFacts(unittest.TestCase):
                 json.dump(lg, fh)
             facts["phases"]["plateau"] = dict(ph, loadgen_json="plateau.json", connections=512,
                                               cpu=[[200.0, 0], [210.0, plateau_cpu_ticks]],
+                                              cpustat=[[0, 0, 0], [plateau_cpu_ticks, 4 * 10 * TCK, 0]],
                                               tasks={"server": [srv0.replace("100.0", "200.0", 1),
                                                                 srv1.replace("110.0", "210.0", 1)],
                                                      "loadgen": [lg0, lg1]})

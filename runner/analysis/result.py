@@ -202,7 +202,8 @@ def phase_figures(run_dir, phase, clk_tck, n_srv):
 
 def plateau_figures(run_dir, phase, clk, n_srv, n_lg):
     """The plateau probe's figures (SPEC.md section 8): {connections, rps, requests_completed,
-    latency_p99_ms, server_cpu_pct, loadgen_cpu_pct, errors_total, clean, loadgen_bound (its
+    latency_p99_ms, server_cpu_pct, loadgen_cpu_pct, errors_total, server_cpus_other_pct,
+    clean, quiet, loadgen_bound (its
     load generator limited it, judged as a probe), server_threads, loadgen_threads, json,
     histogram}; the caller adds gain and cpu_gain (against the probe)."""
     f = phase_figures(run_dir, phase, clk, n_srv)
@@ -211,9 +212,11 @@ def plateau_figures(run_dir, phase, clk, n_srv, n_lg):
           "loadgen_cpu_pct": f["loadgen_cpu_pct"], "errors": f["errors"], "errors_total": f["errors_total"],
           "unexpected_status_counts": f["unexpected_status_counts"],
           "server_threads": f["server_threads"], "loadgen_threads": f["loadgen_threads"],
+          "server_cpus_other_pct": f["server_cpus_other_pct"],
           "json": phase.get("loadgen_json"), "histogram": phase.get("histogram")}
     by_ab, _ = rules.saturation(dict(pl, plateau=None), n_srv)
     pl["clean"] = rules.clean(pl) if f["have_loadgen"] else None
+    pl["quiet"] = rules.quiet(pl, n_srv)
     pl["loadgen_bound"] = rules.loadgen_bound(pl, n_lg, closed_loop=True, server_saturated=by_ab is not None)
     return pl
 

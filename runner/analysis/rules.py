@@ -74,11 +74,13 @@ def plateau_figures(probe):
 
 
 def plateau_usable(probe):
-    """True when PROBE's plateau probe can judge: it ran clean, and neither its load
-    generator limited it (CPU or a thread at LOADGEN_*_PCT) nor did it find the server
-    saturated by CPU or a thread on its own (then rules a/b say so themselves)."""
+    """True when PROBE's plateau probe can judge: it ran clean and quiet (others used at most
+    OTHER_LOAD_PCT of each server CPU: a crowded server loses throughput and CPU alike, which
+    is no plateau) and its load generator did not limit it (CPU or a thread at
+    LOADGEN_*_PCT)."""
     pl = (probe or {}).get("plateau") or {}
-    return bool(pl) and pl.get("clean") is True and pl.get("loadgen_bound") is False
+    return (bool(pl) and pl.get("clean") is True and pl.get("loadgen_bound") is False
+            and pl.get("quiet") is not False)
 
 
 def saturation(probe, n_server_cpus, role=None):
@@ -112,7 +114,9 @@ def saturation(probe, n_server_cpus, role=None):
     twice = f"{pl.get('connections') or '2x'} connections"
     if not plateau_usable(probe):
         why = ("the load generator limited it" if pl.get("loadgen_bound") else
-               "it had errors" if pl.get("clean") is False else "its figures are unknown")
+               "it had errors" if pl.get("clean") is False else
+               f"others used the server CPUs ({fmt_pct(pl.get('server_cpus_other_pct'))} not the server)"
+               if pl.get("quiet") is False else "its figures are unknown")
         return None, f"{busy}; the plateau probe with {twice} cannot judge: {why}"
     if gain is None or cpu_gain is None:
         return None, f"{busy}; the plateau probe with {twice} has no figure"
@@ -134,14 +138,15 @@ def saturated(probe, n_server_cpus):
 
 def plateau_needed(probe, n_server_cpus):
     """True when a probe (with N_SERVER_CPUS) calls for the plateau probe: its CPU is known,
-    neither rule a nor b holds, its load generator did not limit it, it had no errors and
-    completed requests, and it has no plateau probe yet."""
+    neither rule a nor b holds, its load generator did not limit it, it had no errors, others
+    did not crowd the server CPUs (quiet), it completed requests, and it has no plateau
+    probe yet."""
     if not probe or probe.get("plateau"):
         return False
     val = probe.get("validity") or {}
     by, why = saturation(probe, n_server_cpus)
     return (by is None and why is not None and val.get("loadgen_bound") is False and val.get("clean") is True
-            and is_num(probe.get("rps")) and probe["rps"] > 0)
+            and val.get("quiet") is not False and is_num(probe.get("rps")) and probe["rps"] > 0)
 
 
 def loadgen_thread_bound(phase):
