@@ -107,7 +107,7 @@ Environment (an option beats it; it beats --quick/--smoke):
   64 per server thread when more; smoke: 32, or 8 per thread) WRK_THREADS (CPUs in
   LOADGEN_CPUS) SERVER_CPUS / LOADGEN_CPUS (the CPU plan from the machine's topology: never
   a core on both sides, the server in as few L3 domains and nodes as possible, the load
-  generator 1.25 cores per server core where the mask allows; either may be given, the
+  generator 1.6 cores per server core where the mask allows; either may be given, the
   other is planned on the cores left) SMT (one: a server CPU is a core, its SMT siblings
   idle; both: every hardware thread; off: one thread per core on both sides) CPU_MASK (plan
   on this CPU list instead of the affinity mask) CPU_TOPOLOGY_ROOT (/sys/devices/system/cpu)

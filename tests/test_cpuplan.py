@@ -98,11 +98,11 @@ class TestSmt8x2(unittest.TestCase):
     generator on the sibling of every server CPU; the plan never shares a core."""
 
     def test_default_one_thread_per_server_core(self):
-        # 8 cores / 2.25 = 3 server cores, one thread each (0-2; siblings 8-10 idle); the
-        # load generator 1.25 x 3 -> 4 whole cores (3-6 and their siblings 11-14); core 7 spare
+        # 8 cores / 2.6 = 3 server cores, one thread each (0-2; siblings 8-10 idle); the
+        # load generator 1.6 x 3 -> 5 whole cores (3-7 and their siblings 11-15)
         t = topo("smt8x2", "0-15")
         p = cpuplan.plan(t)
-        self.assertEqual(sides(p), ("0-2", "3-6,11-14", "7-10,15"))
+        self.assertEqual(sides(p), ("0-2", "3-7,11-15", "8-10"))
         self.assertEqual(cores_on_both_sides(t, p), [])
         self.assertEqual(p["warnings"], [])
         self.assertIn("SMT siblings of the server's cores", "\n".join(p["reasons"]))
@@ -110,9 +110,9 @@ class TestSmt8x2(unittest.TestCase):
     def test_smt_both_and_off(self):
         t = topo("smt8x2", "0-15")
         # both: the server's 3 cores with both threads each
-        self.assertEqual(sides(cpuplan.plan(t, "both")), ("0-2,8-10", "3-6,11-14", "7,15"))
+        self.assertEqual(sides(cpuplan.plan(t, "both")), ("0-2,8-10", "3-7,11-15", ""))
         # off: one thread per core on both sides, every sibling idle
-        self.assertEqual(sides(cpuplan.plan(t, "off")), ("0-2", "3-6", "7-15"))
+        self.assertEqual(sides(cpuplan.plan(t, "off")), ("0-2", "3-7", "8-15"))
         # both with 3 server CPUs: 2 cores, the last one half used, its sibling idle (never the loadgen's)
         p = cpuplan.plan(t, "both", count=3)
         self.assertEqual(p["server_cpus"], "0-1,8")
@@ -120,12 +120,12 @@ class TestSmt8x2(unittest.TestCase):
         self.assertEqual(cores_on_both_sides(t, p), [])
 
     def test_scaling(self):
-        # 4 server cores leave 4 of the 5 cores the load generator wants: run, and say so;
+        # 4 server cores leave 4 of the 7 cores the load generator wants: run, and say so;
         # 8 leave none: skipped
         out = {n: x for _, n, x in cpuplan.scaling(topo("smt8x2", "0-15"), [1, 4, 8])}
         self.assertEqual(sides(out[1]), ("0", "1-2,9-10", "3-8,11-15"))
         self.assertEqual(sides(out[4])[:2], ("0-3", "4-7,12-15"))
-        self.assertIn("fewer than the 5", "\n".join(out[4]["reasons"]))
+        self.assertIn("fewer than the 7", "\n".join(out[4]["reasons"]))
         self.assertIn("8 server CPUs need 9 cores", out[8])
 
     def test_the_seed_split_is_warned_about(self):
@@ -163,26 +163,26 @@ class TestTwoSockets(unittest.TestCase):
 
     def test_scaling_puts_the_server_on_one_node_and_the_load_on_the_other(self):
         out = {n: x for _, n, x in cpuplan.scaling(topo("2s16c2t", "0-63"), [1, 8, 16, 32])}
-        # 8 server cores fit node 0; the load generator's 10 cores go to node 1 (another L3)
-        self.assertEqual(sides(out[8])[:2], ("0-7", "16-25,48-57"))
+        # 8 server cores fit node 0; the load generator's 13 cores go to node 1 (another L3)
+        self.assertEqual(sides(out[8])[:2], ("0-7", "16-28,48-60"))
         self.assertIn("in L3 domains the server does not use", "\n".join(out[8]["reasons"]))
-        # 16: all of node 0; node 1's 16 cores for the load generator (20 wanted, said)
+        # 16: all of node 0; node 1's 16 cores for the load generator (26 wanted, said)
         self.assertEqual(sides(out[16]), ("0-15", "16-31,48-63", "32-47"))
-        self.assertIn("fewer than the 20", "\n".join(out[16]["reasons"]))
+        self.assertIn("fewer than the 26", "\n".join(out[16]["reasons"]))
         self.assertIn("need 33 cores", out[32])
 
     def test_default_fills_node_0_first(self):
-        # 32 cores / 2.25 = 14 server cores, all on node 0; the load generator's 18: node 1's
-        # 16, then the 2 cores left on node 0 (said: they share the server's L3)
+        # 32 cores / 2.6 = 12 server cores, all on node 0; the load generator's 20: node 1's
+        # 16, then the 4 cores left on node 0 (said: they share the server's L3)
         t = topo("2s16c2t", "0-63")
         p = cpuplan.plan(t)
-        self.assertEqual(sides(p), ("0-13", "14-31,46-63", "32-45"))
-        self.assertIn("2 cores of them in the server's L3 domain", "\n".join(p["reasons"]))
+        self.assertEqual(sides(p), ("0-11", "12-31,44-63", "32-43"))
+        self.assertIn("4 cores of them in the server's L3 domain", "\n".join(p["reasons"]))
         self.assertEqual(cores_on_both_sides(t, p), [])
 
     def test_a_mask_on_node_1_only(self):
         p = cpuplan.plan(topo("2s16c2t", "16-31,48-63"), count=4)
-        self.assertEqual(sides(p)[:2], ("16-19", "20-24,52-56"))
+        self.assertEqual(sides(p)[:2], ("16-19", "20-26,52-58"))
 
 
 class TestEpyc(unittest.TestCase):
@@ -192,8 +192,8 @@ class TestEpyc(unittest.TestCase):
         out = {n: x for _, n, x in cpuplan.scaling(topo("epyc32", "0-63"), [1, 8, 16])}
         # 1 core: CCD 0; the load generator's 2 cores in CCD 1
         self.assertEqual(sides(out[1])[:2], ("0", "8-9,40-41"))
-        # 8 cores: exactly CCD 0; 10 for the load: CCD 1 whole and 2 cores of CCD 2
-        self.assertEqual(sides(out[8])[:2], ("0-7", "8-17,40-49"))
+        # 8 cores: exactly CCD 0; 13 for the load: CCD 1 whole and 5 cores of CCD 2
+        self.assertEqual(sides(out[8])[:2], ("0-7", "8-20,40-52"))
         self.assertIn("in L3 domains the server does not use", "\n".join(out[8]["reasons"]))
         # 16 cores: two whole CCDs (no single one holds them, said), the load on the other two
         self.assertEqual(sides(out[16])[:2], ("0-15", "16-31,48-63"))
@@ -203,7 +203,7 @@ class TestEpyc(unittest.TestCase):
         # CCD 0 cut to 4 cores by the mask: 4 server cores go there (the smallest domain that
         # holds them), leaving CCDs 1-3 whole
         p = cpuplan.plan(topo("epyc32", "0-3,8-31,32-35,40-63"), count=4)
-        self.assertEqual(sides(p)[:2], ("0-3", "8-12,40-44"))
+        self.assertEqual(sides(p)[:2], ("0-3", "8-14,40-46"))
 
 
 class TestArm64(unittest.TestCase):
@@ -213,11 +213,11 @@ class TestArm64(unittest.TestCase):
     def test_default_and_scaling(self):
         t = topo("arm64", "0-63")
         p = cpuplan.plan(t)
-        # 64 / 2.25 = 28 server cores, 35 for the load generator, 1 spare
-        self.assertEqual(sides(p), ("0-27", "28-62", "63"))
+        # 64 / 2.6 = 24 server cores, 39 for the load generator (1.6 x 24 = 38.4), 1 spare
+        self.assertEqual(sides(p), ("0-23", "24-62", "63"))
         self.assertEqual("\n".join(p["reasons"]).count("no L3 cache information"), 1)
         out = {n: x for _, n, x in cpuplan.scaling(t, [16, 32])}
-        self.assertEqual(sides(out[16])[:2], ("0-15", "16-35"))
+        self.assertEqual(sides(out[16])[:2], ("0-15", "16-41"))
         self.assertEqual(sides(out[32])[:2], ("0-31", "32-63"))
 
 
@@ -226,7 +226,7 @@ class TestHoles(unittest.TestCase):
     core 1 only 5, core 2 has 2 and 6, core 3 only 7."""
 
     def test_mask_with_holes(self):
-        # 4 cores / 2.25 = 1 server core: CPU 0 (its sibling 4 idle); the load generator's 2
+        # 4 cores / 2.6 = 1 server core: CPU 0 (its sibling 4 idle); the load generator's 2
         # cores: core 2 (2, 6) and core 1 (5); core 3 (7) spare
         t = topo("holes", "0,2,4-7")
         p = cpuplan.plan(t)
@@ -247,7 +247,7 @@ class TestCommandLine(unittest.TestCase):
                                    "SERVER_CPUS": "", "LOADGEN_CPUS": ""})
         lines = out.splitlines()
         self.assertEqual(rc, 0)
-        self.assertEqual(lines[:3], ["server_cpus=0-2", "loadgen_cpus=3-6,11-14", "idle_cpus=7-10,15"])
+        self.assertEqual(lines[:3], ["server_cpus=0-2", "loadgen_cpus=3-7,11-15", "idle_cpus=8-10"])
         self.assertTrue(any("SMT policy one (the default)" in x for x in lines[3:]))
 
     def test_json_and_scaling(self):
@@ -256,7 +256,7 @@ class TestCommandLine(unittest.TestCase):
         rc, out, _ = self.run_cli(env, "--json", "--count=8")
         self.assertEqual(rc, 0)
         p = json.loads(out)
-        self.assertEqual((p["smt_policy"], p["server_cpus"], p["loadgen_cpus"]), ("off", "0-7", "8-17"))
+        self.assertEqual((p["smt_policy"], p["server_cpus"], p["loadgen_cpus"]), ("off", "0-7", "8-20"))
         rc, out, _ = self.run_cli(env, "--scaling=1,64")
         self.assertEqual(rc, 0)
         self.assertIn("--scaling 1 server CPU: run", out)

@@ -52,8 +52,8 @@ class TestPlan(unittest.TestCase):
             s, g = set(scaling.parse_cpus(srv)), set(scaling.parse_cpus(lg))
             self.assertEqual(len(s), n)
             self.assertFalse(s & g)
-            # 1.25 cores per server core, rounded up, as far as the mask allows
-            self.assertEqual(len(g), min(-(-5 * n // 4), 16 - n), (n, srv, lg))
+            # 1.6 cores per server core, rounded up, as far as the mask allows
+            self.assertEqual(len(g), min(-(-8 * n // 5), 16 - n), (n, srv, lg))
             self.assertTrue((s | g) <= set(cpus))
 
     def test_counts_sorted_and_unique(self):

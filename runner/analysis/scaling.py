@@ -118,8 +118,12 @@ def markdown_lines(index):
 
 
 def _server_cpus(run):
+    """The run's server CPU count (its threads for results written before it was recorded:
+    the two were equal until SERVER_THREADS could oversubscribe)."""
     cfg = run.get("config") or {}
-    n = cfg.get("server_threads")
+    n = cfg.get("server_cpu_count")
+    if not is_num(n):
+        n = cfg.get("server_threads")
     return int(n) if is_num(n) else None
 
 
