@@ -272,7 +272,9 @@ parse_args() {
     if [[ -n "$SERVER_CPU_COUNT" ]]; then
         is_pos_int "$SERVER_CPU_COUNT" || usage_error "SERVER_CPU_COUNT must be a whole number > 0, got '$SERVER_CPU_COUNT'"
     fi
-    if ! cpu_plan_json=$(cpu_plan_run --json --mask="$mask" ${SERVER_CPU_COUNT:+"--count=$SERVER_CPU_COUNT"} 2>&1); then
+    # with LOADGEN_HOSTS the load comes from other hosts: LOADGEN_CPUS only holds the runner
+    if ! cpu_plan_json=$(cpu_plan_run --json --mask="$mask" ${SERVER_CPU_COUNT:+"--count=$SERVER_CPU_COUNT"} \
+            ${LOADGEN_HOSTS:+--remote} 2>&1); then
         usage_error "CPU plan: ${cpu_plan_json#analysis cpu-plan: }"
     fi
     IFS=$'\t' read -r SERVER_CPUS LOADGEN_CPUS _ < <(jq -r '[.server_cpus, .loadgen_cpus, .idle_cpus] | @tsv' <<<"$cpu_plan_json")

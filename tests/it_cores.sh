@@ -29,15 +29,47 @@ it_tmpdir it_cores
 export RESULTS_DIR="$TMP/results"
 VM2="$ROOT/tests/fixtures/topology/vm2/cpu"
 
+# ---- the process tree sampler (runner/proc.sh) ---------------------------------------------
+# shellcheck source=runner/lib.sh
+. "$ROOT/runner/lib.sh"
+# shellcheck source=runner/proc.sh
+. "$ROOT/runner/proc.sh"
+tree_pid=""
+# shellcheck disable=SC2317  # invoked by it.sh's EXIT trap
+it_on_exit() {
+    if [[ -n "$tree_pid" ]]; then pkill -TERM -P "$tree_pid" 2>/dev/null || true; kill "$tree_pid" 2>/dev/null || true; fi
+}
+# a wrapper shell whose child spins for 0.3 s and whose grandchild sleeps under an odd name
+odd="$TMP/my (odd) sl"
+cp "$(command -v sleep)" "$odd"
+bash -c '"$1" 30 & sh -c "i=0; end=\$((\$(date +%s%N) + 300000000)); while [ \$(date +%s%N) -lt \$end ]; do i=\$((i+1)); done; exec sleep 30" & wait' _ "$odd" &
+tree_pid=$!
+sleep 0.2
+proc_tree_sample "$tree_pid" >"$TMP/tree0"
+sleep 0.5
+proc_tree_sample "$tree_pid" >"$TMP/tree1"
+read -r _ ticks0 _ <"$TMP/tree0"
+read -r _ ticks1 procs1 _ <"$TMP/tree1"
+is "proc tree: the wrapper, its spinning child and the odd-named sleeper are 3 processes" "$procs1" 3
+ok "proc tree: the tree's CPU grew while the child spun" test "$ticks1" -gt "$ticks0"
+ok "proc tree: a thread line per process, the odd name kept whole" grep -q "^[0-9]* [0-9]* [0-9]* my (odd) sl\$" "$TMP/tree1"
+is "proc tree: 'self' samples only the root" "$(proc_tree_sample "$tree_pid" self | sed -n 1p | cut -d' ' -f3)" 1
+ok "proc tree: a gone pid fails" bash -c ". '$ROOT/runner/proc.sh'; ! proc_tree_sample 999999999 >/dev/null"
+ok "proc tree: peak RSS summed over the tree exceeds the root's own" \
+    test "$(proc_tree_hwm_kb "$tree_pid")" -gt "$(proc_hwm_kb "$tree_pid")"
+it_on_exit
+wait "$tree_pid" 2>/dev/null || true
+tree_pid=""
+
 # ---- --cpu-plan: the plan alone, on a fixture machine ------------------------------------
 gen_dir="$TMP/topo"
 python3 "$ROOT/tests/fixtures/topology/gen.py" epyc32 "$gen_dir/epyc32" >/dev/null
-out=$(CPU_TOPOLOGY_ROOT="$gen_dir/epyc32/cpu" CPU_MASK=0-63 "$ROOT/run_all.sh" --cpu-plan --scaling=1,8,64)
-is "run_all.sh --cpu-plan: the matrix's lists first" "$(sed -n '2,4p' <<<"$out" | paste -sd' ' -)" \
+plan_out=$(CPU_TOPOLOGY_ROOT="$gen_dir/epyc32/cpu" CPU_MASK=0-63 "$ROOT/run_all.sh" --cpu-plan --scaling=1,8,64)
+is "run_all.sh --cpu-plan: the matrix's lists first" "$(sed -n '2,4p' <<<"$plan_out" | paste -sd' ' -)" \
     "server_cpus=0-11 loadgen_cpus=12-31,44-63 idle_cpus=32-43"
 ok "run_all.sh --cpu-plan: 8 server CPUs are one L3 domain, the load in others" \
-    grep -qx '  server_cpus=0-7' <<<"$(sed -n '/^--scaling 8 /,/^--scaling 64/p' <<<"$out")"
-ok "run_all.sh --cpu-plan: 64 server CPUs skipped with the reason" grep -q '^--scaling 64 server CPUs: skipped: .*need 65 cores' <<<"$out"
+    grep -qx '  server_cpus=0-7' <<<"$(sed -n '/^--scaling 8 /,/^--scaling 64/p' <<<"$plan_out")"
+ok "run_all.sh --cpu-plan: 64 server CPUs skipped with the reason" grep -q '^--scaling 64 server CPUs: skipped: .*need 65 cores' <<<"$plan_out"
 ok "run_all.sh --cpu-plan made no batch folder" test ! -e "$RESULTS_DIR"
 rc=0
 SMT=sometimes "$ROOT/runner.sh" --cpu-plan >/dev/null 2>&1 || rc=$?
@@ -114,8 +146,8 @@ print("\n".join(threads.markdown_lines(json.load(open(sys.argv[1])))))' "$B/inde
 ok "threads.markdown_lines: the CPU plan line" grep -q '^CPU plan (plan, SMT policy one): server CPUs ' <<<"$lines"
 ok "threads.markdown_lines: the oversubscription line" grep -q '^\*\*Oversubscribed:\*\* 4 runs with '"$THREADS"' server threads' <<<"$lines"
 ok "threads.markdown_lines: a busiest-thread row per run" test "$(grep -c '^| [a-z]*-mem-s[13] | probe | ' <<<"$lines")" -eq 4
-out=$(PYTHONPATH="$ROOT/runner" python3 -m analysis threads "${runs[0]}")
-ok "analysis threads: one line per thread and phase" grep -Eq '^probe server [0-9]+ .+ [0-9.]+%' <<<"$out"
+thr_out=$(PYTHONPATH="$ROOT/runner" python3 -m analysis threads "${runs[0]}")
+ok "analysis threads: one line per thread and phase" grep -Eq '^probe server [0-9]+ .+ [0-9.]+%' <<<"$thr_out"
 
 # ---- on a fixture 2-CPU VM the runner's own plan is server 0, loadgen 1 ---------------------
 is "runner.sh --cpu-plan on the 2-CPU fixture" \

@@ -263,6 +263,17 @@ class TestCommandLine(unittest.TestCase):
         self.assertIn("  server_cpus=0", out)
         self.assertIn("--scaling 64 server CPUs: skipped:", out)
 
+    def test_load_from_other_hosts_leaves_the_runner_one_core(self):
+        # LOADGEN_HOSTS: the load generator runs elsewhere; locally only the runner and its
+        # ssh clients need a core, so the server gets every other one
+        env = {"CPU_TOPOLOGY_ROOT": TREES["smt8x2"], "CPU_MASK": "0-15", "SMT": "", "SERVER_CPUS": "",
+               "LOADGEN_CPUS": ""}
+        rc, out, _ = self.run_cli(env, "--remote")
+        self.assertEqual(rc, 0)
+        self.assertEqual(out.splitlines()[:3], ["server_cpus=0-6", "loadgen_cpus=7,15", "idle_cpus=8-14"])
+        self.assertIn("the load comes from other hosts", out)
+        self.assertNotIn("fewer than", out)
+
     def test_overrides_and_bad_values(self):
         env = {"CPU_TOPOLOGY_ROOT": TREES["smt8x2"], "CPU_MASK": "0-15", "SMT": "",
                "SERVER_CPUS": "0-7", "LOADGEN_CPUS": "8-15"}

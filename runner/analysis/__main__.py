@@ -28,12 +28,13 @@ USAGE = """usage: python3 -m analysis COMMAND ARGS   (with runner/ on PYTHONPATH
                                  CPU list CPUS (e.g. 0-3): "run N SERVER_CPUS LOADGEN_CPUS"
                                  or "skip N REASON", one line each, by the CPU planner
                                  (cpu-plan; never sharing a core between the two sides)
-  cpu-plan [--json] [--mask=LIST] [--count=N] [--scaling=COUNTS]
+  cpu-plan [--json] [--mask=LIST] [--count=N] [--scaling=COUNTS] [--remote]
                                  the CPU plan (SPEC.md section 4): server_cpus=, loadgen_cpus=,
                                  idle_cpus= and the reasons (--json: one JSON object); reads
                                  CPU_TOPOLOGY_ROOT, CPU_MASK, SMT, SERVER_CPUS, LOADGEN_CPUS;
-                                 --scaling: also the plan of each server CPU count (exit 2 on
-                                 a bad value)
+                                 --scaling: also the plan of each server CPU count; --remote:
+                                 the load comes from other hosts (the local side keeps one core
+                                 for the runner); exit 2 on a bad value
   threads RUN_DIR                the per-thread CPU of a run (result.json), one line a thread
   plateau-needed RUN_DIR         "yes" when the run's probe needs the plateau probe (SPEC.md
                                  section 8: neither CPU rule holds, the load generator did
@@ -103,11 +104,14 @@ def _cpu_plan(args):
     """analysis cpu-plan [--json] [--mask=LIST] [--count=N] [--scaling=COUNTS]: exit 0, or 2
     with the reason on a bad value or a plan the mask cannot give."""
     from . import cpuplan, scaling
-    as_json, mask, count, counts = False, None, None, None
+    as_json, mask, count, counts, ratio = False, None, None, None, cpuplan.LOADGEN_CORES_PER_SERVER_CORE
     try:
         for a in args:
             if a == "--json":
                 as_json = True
+            elif a == "--remote":
+                ratio = 0  # the load comes from other hosts: the local side is the runner's
+
             elif a.startswith("--mask="):
                 mask = a.split("=", 1)[1]
             elif a.startswith("--count="):
@@ -120,7 +124,7 @@ def _cpu_plan(args):
             else:
                 raise ValueError(f"unknown argument '{a}'")
         topo, smt, srv, lg = cpuplan.from_env(mask=mask)
-        p = cpuplan.plan(topo, smt, count=count, server_cpus=srv, loadgen_cpus=lg)
+        p = cpuplan.plan(topo, smt, count=count, server_cpus=srv, loadgen_cpus=lg, ratio=ratio)
     except ValueError as err:
         print(f"analysis cpu-plan: {err}", file=sys.stderr)
         return 2
@@ -128,7 +132,7 @@ def _cpu_plan(args):
         print(json.dumps(p))
         return 0
     print("\n".join(cpuplan.text(p)))
-    for what, n, x in cpuplan.scaling(topo, counts or [], smt):
+    for what, n, x in cpuplan.scaling(topo, counts or [], smt, ratio):
         print(f"--scaling {n} server CPU{'' if n == 1 else 's'}: " + ("skipped: " + x if what == "skip" else "run"))
         if what == "run":
             print("\n".join(cpuplan.text(x, "  ")))

@@ -285,8 +285,11 @@ def _server_cores_for(count, smt, cores):
 
 
 def default_server_cores(n_cores, ratio=LOADGEN_CORES_PER_SERVER_CORE):
-    """The default number of server cores on N cores: the most that leaves the load
-    generator its ratio (N / (1 + ratio), rounded down), at least 1."""
+    """The default number of server cores on N cores: the most that leave the load
+    generator its ratio (N / (1 + ratio), rounded down), at least 1; with ratio 0 (the load
+    comes from other hosts) every core but one (the runner's)."""
+    if ratio <= 0:
+        return max(1, n_cores - 1)
     return max(1, int(n_cores // (1 + ratio)))
 
 
@@ -369,7 +372,7 @@ def plan(topo, smt=DEFAULT_SMT, count=None, server_cpus=None, loadgen_cpus=None,
             lg_cores = _place_loadgen(free, srv_cores, wanted)
             lg = [c for k in lg_cores for c in _loadgen_take(k, smt)]
             reasons.append(_loadgen_words(topo, lg_cores, lg, srv_cores, wanted, ratio))
-            if len(lg_cores) < wanted:
+            if len(lg_cores) < wanted and ratio > 0:
                 reasons.append(f"the load generator gets {_plural(len(lg_cores), 'core')}, fewer than the "
                                f"{wanted} its measured cost asks: the mask has no more; it may saturate before "
                                "the server, which the runner's loadgen-bound rules then say (SPEC.md section 8)")
@@ -410,13 +413,17 @@ def _where(topo, cores):
 def _server_words(topo, cores, cpus, default, ratio):
     n = len(cores)
     why = (f" (the default: the most cores that leave the load generator {ratio:g} x as many, "
-           f"{_plural(len(topo.cores), 'core')} / {1 + ratio:g} rounded down)" if default else "")
+           f"{_plural(len(topo.cores), 'core')} / {1 + ratio:g} rounded down)" if default and ratio > 0 else
+           " (the default with the load from other hosts: every core but the runner's)" if default else "")
     return (f"server: {_plural(n, 'core')}{why}, CPUs {format_list(cpus)}, {_where(topo, cores)}"
             + ("" if len({k.l3 for k in cores}) == 1 else
                ": more than one L3 domain holds them (no single one has enough cores)"))
 
 
 def _loadgen_words(topo, cores, cpus, srv_cores, wanted, ratio):
+    if ratio <= 0:
+        return (f"load generator: the runner and its ssh clients only, the load comes from other hosts "
+                f"(LOADGEN_HOSTS): {_plural(len(cores), 'core')}, CPUs {format_list(cpus)}, {_where(topo, cores)}")
     srv_l3 = {k.l3 for k in srv_cores}
     shared = [k for k in cores if k.l3 in srv_l3]
     known = all(k.l3[0] == "l3" for k in cores)
