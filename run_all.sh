@@ -13,7 +13,7 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # First of all, before anything is created: install what runs need when missing.
-case " $* " in *" -h "*|*" --help "*) ;; *) "$ROOT/scripts/deps.sh" run ;; esac
+case " $* " in *" -h "*|*" --help "*|*" --cpu-plan "*) ;; *) "$ROOT/scripts/deps.sh" run ;; esac
 # shellcheck source=runner/lib.sh
 . "$ROOT/runner/lib.sh"
 # shellcheck source=runner/sweep.sh
@@ -39,7 +39,7 @@ usage() {
     cat <<USAGE
 usage: ./run_all.sh [--help] [--quick] [--smoke] [--scenarios=s1,s2] [--servers=...]
                     [--repeats=N] [--batch=ID] [--fail-on-verdict] [--sweep [--rates=R1,R2,...]]
-                    [--scaling=N1,N2,...]
+                    [--scaling=N1,N2,...] [--cpu-plan]
 Runs the matrix (actor-mem, async-mem on s1 s2 s3; actor-sqlite, async-sqlite on s4) into
 results/<batch>/: per scenario N closed-loop probes per server, interleaved (actor, async,
 actor, async, ...), each on a fresh server; the first run of each server also sustains
@@ -64,16 +64,20 @@ one's median saturation). Writes results/<batch>/summary.md, index.json and repo
   --rates=LIST       the sweep's rates in req/s, comma-separated (positive numbers; needs --sweep)
   --scaling=LIST     server CPU counts, e.g. 1,2,4,8: after the matrix, one closed-loop probe
                      of every selected server and scenario at each count the host can give
-                     with the load generator's CPUs disjoint (server: the first N CPUs of the
-                     affinity mask, load generator: the rest; a count equal to the matrix's
-                     is taken from the matrix), counts it cannot give skipped with a message;
+                     with the load generator on cores of its own (the CPU plan of each count:
+                     SPEC.md section 4; a count equal to the matrix's is taken from the
+                     matrix), counts it cannot give skipped with a message;
                      a scaling table (req/s, req/CPU-s, actor/async per count) in summary.md
                      and report.html. Runs are named <server>-<scenario>-cpusN, never part of
                      the verdict
+  --cpu-plan         print the CPU plan of the matrix's runs and of every --scaling count
+                     (server_cpus=, loadgen_cpus=, idle_cpus=, then why) and exit 0: builds,
+                     installs and runs nothing
 Environment: TARGET_RATIO ($TARGET_RATIO) SAT_RATIO ($SAT_RATIO) REPEATS EQUAL_LOAD (1; 0 with
   --sweep) EQUAL_WARMUP_SEC EQUAL_MEASURE_SEC SWEEP_RATES (as --rates) SWEEP_WARMUP_SEC
   SWEEP_MEASURE_SEC (sweep step, full 5+20 s) RESULTS_DIR, and everything runner.sh reads
-  (WARMUP_SEC MEASURE_SEC PROBE_SEC SERVER_CPUS LOADGEN_CPUS WRK_CONNS WRK_THREADS BEARER
+  (WARMUP_SEC MEASURE_SEC PROBE_SEC SERVER_CPUS LOADGEN_CPUS SMT SERVER_THREADS CPU_MASK
+  CPU_TOPOLOGY_ROOT WRK_CONNS WRK_THREADS BEARER
   ACTOR_WORKERS GROUP_COMMIT LOADGEN_TICK LOADGEN_HOSTS SERVER_ADDR AGENT_CPUS SSH_OPTS ...).
 Exit status: 0 all runs completed (whatever the verdict), 1 a run failed, 2 usage,
 3 verdict FAIL and 4 verdict INCONCLUSIVE with --fail-on-verdict.
@@ -86,7 +90,7 @@ usage_error() {
     exit 2
 }
 
-mode=full mode_flag=() fail_on_verdict=0 opt_repeats="" sweep=0 have_rates=0 opt_rates="" scaling=""
+mode=full mode_flag=() fail_on_verdict=0 opt_repeats="" sweep=0 have_rates=0 opt_rates="" scaling="" cpu_plan=0
 scenarios=$ALL_SCENARIOS servers=$ALL_SERVERS
 for arg in "$@"; do
     case "$arg" in
@@ -102,9 +106,18 @@ for arg in "$@"; do
         --sweep) sweep=1 ;;
         --rates=*) opt_rates=${arg#*=} have_rates=1 ;;
         --scaling=*) scaling=${arg#*=}; [[ -n "$scaling" ]] || usage_error "--scaling needs a list, e.g. --scaling=1,2,4,8" ;;
+        --cpu-plan) cpu_plan=1 ;;
         *) usage_error "unknown argument '$arg'" ;;
     esac
 done
+if (( cpu_plan )); then
+    # the plans alone (runner/analysis/cpuplan.py): nothing built, installed or run
+    echo "# the matrix's runs (runner.sh's plan)"
+    rc=0
+    cpu_plan_run ${scaling:+"--scaling=$scaling"} || rc=$?
+    (( rc != 2 )) || usage_error "--cpu-plan: the plan failed (see above)"
+    exit "$rc"
+fi
 for s in $scenarios; do
     [[ " $ALL_SCENARIOS " == *" $s "* ]] || usage_error "unknown scenario '$s' (one of: $ALL_SCENARIOS)"
 done
@@ -333,8 +346,9 @@ if [[ -n "$scaling" ]]; then
         log_info "scaling: $n server CPU(s): server CPUs $scpus, loadgen CPUs $lcpus"
         for run in "${runs[@]}"; do
             read -r sv sc <<<"$run"
+            # the runner plans the count itself (the same plan, with its reasons in config.cpu_plan)
             run_one "$sv" "$sc" "-cpus$n" PROBE_ONLY=1 REPEAT=1 RUN_SUFFIX="-cpus$n" \
-                SERVER_CPUS="$scpus" LOADGEN_CPUS="$lcpus" || failed=1
+                SERVER_CPU_COUNT="$n" SERVER_CPUS="" LOADGEN_CPUS="" || failed=1
         done
     done
 fi

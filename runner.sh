@@ -12,7 +12,7 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # First of all, before anything is created: install what runs need when missing.
-case " $* " in *" -h "*|*" --help "*) ;; *) "$ROOT/scripts/deps.sh" run ;; esac
+case " $* " in *" -h "*|*" --help "*|*" --cpu-plan "*) ;; *) "$ROOT/scripts/deps.sh" run ;; esac
 # shellcheck source=runner/lib.sh
 . "$ROOT/runner/lib.sh"
 # shellcheck source=runner/proc.sh
@@ -34,8 +34,11 @@ ENV_PROBE_SEC="${PROBE_SEC:-}"            # saturation probe, measured part (30)
 ENV_PROBE_WARMUP_SEC="${PROBE_WARMUP_SEC:-}"  # probe warm-up, discarded (5)
 ENV_WRK_CONNS="${WRK_CONNS:-}"            # connections (256)
 ENV_WRK_THREADS="${WRK_THREADS:-}"        # loadgen threads (CPUs in LOADGEN_CPUS)
-SERVER_CPUS="${SERVER_CPUS:-}"            # default: first half of the affinity mask
-LOADGEN_CPUS="${LOADGEN_CPUS:-}"          # default: second half
+SERVER_CPUS="${SERVER_CPUS:-}"            # default: the CPU plan (runner/analysis/cpuplan.py)
+LOADGEN_CPUS="${LOADGEN_CPUS:-}"          # default: the CPU plan
+SMT="${SMT:-}"                            # the plan's SMT policy: one (default), both, off
+SERVER_THREADS="${SERVER_THREADS:-}"      # the server's --threads (default: its CPU count)
+SERVER_CPU_COUNT="${SERVER_CPU_COUNT:-}"  # the plan's server CPU count (run_all --scaling; default: the plan's)
 SAT_RATIO="${SAT_RATIO:-0.7}"             # sustained rate = SAT_RATIO x saturation
 BEARER="${BEARER:-test-token-aaaaaaaaaaaaaaaaaaaa}"
 ACTOR_WORKERS="${ACTOR_WORKERS:-}"        # actor-server --workers (unset: server default 0)
@@ -83,6 +86,7 @@ usage() {
 usage: ./runner.sh [--help] <server> <scenario> [--quick] [--smoke] [--measure-sec=N]
                    [--warmup-sec=N] [--probe-sec=N] [--wrk-conns=N] [--wrk-threads=N]
                    [--batch=ID] [--probe-only] [--sweep [--rates=R1,R2,...]]
+       ./runner.sh --cpu-plan
   server:   $SERVERS
   scenario: s1 (GET /ping), s2 (GET /users/:id, bearer), s3 (mixed, memory store),
             s4 (mixed, sqlite store)
@@ -96,10 +100,19 @@ usage: ./runner.sh [--help] <server> <scenario> [--quick] [--smoke] [--measure-s
                 results/<batch>/<server>-<scenario>-sweep-NN/ (SPEC.md section 14); the rates
                 are 10%, 20%, ... 120% of the probe's saturation unless given
   --rates=LIST  the sweep's rates in req/s, comma-separated (positive numbers; needs --sweep)
+  --cpu-plan    print the CPU plan (server_cpus=, loadgen_cpus=, idle_cpus=, then why) and
+                exit 0: builds, installs and runs nothing (SPEC.md section 4)
 Environment (an option beats it; it beats --quick/--smoke):
-  WARMUP_SEC (30) MEASURE_SEC (60) PROBE_SEC (30) PROBE_WARMUP_SEC (5) WRK_CONNS (256)
-  WRK_THREADS (CPUs in LOADGEN_CPUS) SERVER_CPUS / LOADGEN_CPUS (the affinity mask split in
-  two halves, server first) SAT_RATIO (0.7) BEARER ACTOR_WORKERS GROUP_COMMIT (1: every POST
+  WARMUP_SEC (30) MEASURE_SEC (60) PROBE_SEC (30) PROBE_WARMUP_SEC (5) WRK_CONNS (256, or
+  64 per server thread when more; smoke: 32, or 8 per thread) WRK_THREADS (CPUs in
+  LOADGEN_CPUS) SERVER_CPUS / LOADGEN_CPUS (the CPU plan from the machine's topology: never
+  a core on both sides, the server in as few L3 domains and nodes as possible, the load
+  generator 1.6 cores per server core where the mask allows; either may be given, the
+  other is planned on the cores left) SMT (one: a server CPU is a core, its SMT siblings
+  idle; both: every hardware thread; off: one thread per core on both sides) CPU_MASK (plan
+  on this CPU list instead of the affinity mask) CPU_TOPOLOGY_ROOT (/sys/devices/system/cpu)
+  SERVER_THREADS (the server's --threads; default its CPU count; more is oversubscribed,
+  warned about) SERVER_CPU_COUNT (the plan's server CPUs instead of its default) SAT_RATIO (0.7) BEARER ACTOR_WORKERS GROUP_COMMIT (1: every POST
   committed alone, in both servers; N > 1: the actor server's store actor commits up to N
   POSTs together, async-server stays at 1) SEED_USERS (10000) REQ_TIMEOUT_SEC (10) LOADGEN_TICK
   STOP_TIMEOUT_SEC (5) RESULTS_DIR MIX_DIR BUILD (build) RUNNER_BUILD (1) PORT
@@ -191,7 +204,7 @@ parse_args() {
     measure_sec=$(pick "$opt_measure" "$ENV_MEASURE_SEC" "$p_meas")
     probe_sec=$(pick "$opt_probe" "$ENV_PROBE_SEC" "$p_probe")
     probe_warmup_sec=$(pick "$ENV_PROBE_WARMUP_SEC" "$p_pwarm")
-    wrk_conns=$(pick "$opt_conns" "$ENV_WRK_CONNS" "$p_conns")
+    wrk_conns=$(pick "$opt_conns" "$ENV_WRK_CONNS")   # default below, from the server's threads
     sweep_warmup_sec=$(pick "$ENV_SWEEP_WARMUP_SEC" "$p_swarm")
     sweep_measure_sec=$(pick "$ENV_SWEEP_MEASURE_SEC" "$p_smeas")
 
@@ -199,12 +212,12 @@ parse_args() {
     is_pos_int "$measure_sec" || usage_error "measure must be whole seconds > 0, got '$measure_sec'"
     is_pos_int "$probe_sec" || usage_error "probe must be whole seconds > 0, got '$probe_sec'"
     is_uint "$probe_warmup_sec" || usage_error "PROBE_WARMUP_SEC must be whole seconds, got '$probe_warmup_sec'"
-    is_pos_int "$wrk_conns" || usage_error "connections must be > 0, got '$wrk_conns'"
+    if [[ -n "$wrk_conns" ]]; then is_pos_int "$wrk_conns" || usage_error "connections must be > 0, got '$wrk_conns'"; fi
     is_uint "$sweep_warmup_sec" || usage_error "SWEEP_WARMUP_SEC must be whole seconds, got '$sweep_warmup_sec'"
     is_pos_int "$sweep_measure_sec" || usage_error "SWEEP_MEASURE_SEC must be whole seconds > 0, got '$sweep_measure_sec'"
     warmup_sec=$((10#$warmup_sec)) measure_sec=$((10#$measure_sec)) probe_sec=$((10#$probe_sec))
     sweep_warmup_sec=$((10#$sweep_warmup_sec)) sweep_measure_sec=$((10#$sweep_measure_sec))
-    probe_warmup_sec=$((10#$probe_warmup_sec)) wrk_conns=$((10#$wrk_conns))
+    probe_warmup_sec=$((10#$probe_warmup_sec))
     if ! sat_ratio_valid "$SAT_RATIO"; then
         usage_error "SAT_RATIO must be in (0, 1], got '$SAT_RATIO'"
     fi
@@ -254,16 +267,35 @@ parse_args() {
         usage_error "LOADGEN_TICK must be a duration such as 50us, got '$LOADGEN_TICK'"
     fi
 
-    # CPUs: the affinity mask split in two halves unless given.
+    # CPUs: the CPU plan from the machine's topology (SPEC.md section 4); an override is judged.
     mask=$(affinity_cpus) || usage_error "cannot read this shell's CPU affinity (taskset)"
-    if [[ -z "$SERVER_CPUS" || -z "$LOADGEN_CPUS" ]]; then
-        local split
-        split=$(cpulist_split "$mask") || usage_error "cannot split the affinity mask '$mask'"
-        [[ -n "$SERVER_CPUS" ]] || SERVER_CPUS=$(sed -n 1p <<<"$split")
-        [[ -n "$LOADGEN_CPUS" ]] || LOADGEN_CPUS=$(sed -n 2p <<<"$split")
+    if [[ -n "$SERVER_CPU_COUNT" ]]; then
+        is_pos_int "$SERVER_CPU_COUNT" || usage_error "SERVER_CPU_COUNT must be a whole number > 0, got '$SERVER_CPU_COUNT'"
     fi
+    # with LOADGEN_HOSTS the load comes from other hosts: LOADGEN_CPUS only holds the runner
+    if ! cpu_plan_json=$(cpu_plan_run --json --mask="$mask" ${SERVER_CPU_COUNT:+"--count=$SERVER_CPU_COUNT"} \
+            ${LOADGEN_HOSTS:+--remote} 2>&1); then
+        usage_error "CPU plan: ${cpu_plan_json#analysis cpu-plan: }"
+    fi
+    IFS=$'\t' read -r SERVER_CPUS LOADGEN_CPUS _ < <(jq -r '[.server_cpus, .loadgen_cpus, .idle_cpus] | @tsv' <<<"$cpu_plan_json")
     n_server_cpus=$(cpulist_count "$SERVER_CPUS") || usage_error "bad SERVER_CPUS '$SERVER_CPUS'"
     n_loadgen_cpus=$(cpulist_count "$LOADGEN_CPUS") || usage_error "bad LOADGEN_CPUS '$LOADGEN_CPUS'"
+    if [[ -n "${CPU_MASK:-}" ]] && ! cpus_within "$SERVER_CPUS,$LOADGEN_CPUS" "$mask"; then
+        usage_error "CPU_MASK '$CPU_MASK' plans CPUs $SERVER_CPUS / $LOADGEN_CPUS outside this shell's affinity $mask (CPU_MASK is for --cpu-plan, or a subset of the mask)"
+    fi
+    # The server's threads: its CPUs, unless SERVER_THREADS forces more or fewer (oversubscribed
+    # when more: the run then measures thread switching too, and says so).
+    n_server_threads=${SERVER_THREADS:-$n_server_cpus}
+    is_pos_int "$n_server_threads" || usage_error "SERVER_THREADS must be a whole number > 0, got '$n_server_threads'"
+    n_server_threads=$((10#$n_server_threads))
+    # Connections follow the server: a quarter of the mode's pool per server thread (64 of
+    # 256), the pool the floor (SPEC.md section 5).
+    wrk_conns_given=true
+    if [[ -z "$wrk_conns" ]]; then
+        wrk_conns=$(conns_default "$p_conns" "$n_server_threads")
+        wrk_conns_given=false
+    fi
+    wrk_conns=$((10#$wrk_conns))
     wrk_threads=$(pick "$opt_threads" "$ENV_WRK_THREADS" "$n_loadgen_cpus")
     wrk_threads_given=$(pick "$opt_threads" "$ENV_WRK_THREADS")
     is_pos_int "$wrk_threads" || usage_error "loadgen threads must be > 0, got '$wrk_threads'"
@@ -364,13 +396,18 @@ setup_run() {
         --arg workers "$ACTOR_WORKERS" --arg bin "$bin_name" --arg access_log "$ACCESS_LOG" \
         --arg target "$TARGET_RPS" --arg gc "$GROUP_COMMIT" --arg tick "$LOADGEN_TICK" \
         --arg addr "$SERVER_ADDR" --arg hosts "$LOADGEN_HOSTS" --arg agent_cpus "$AGENT_CPUS" \
-        --argjson skew "$MAX_START_SKEW_MS" '
+        --argjson skew "$MAX_START_SKEW_MS" --argjson cpu_plan "$cpu_plan_json" \
+        --argjson threads_srv "$n_server_threads" --arg threads_given "$SERVER_THREADS" \
+        --argjson conns_given "$wrk_conns_given" --argjson pool "$(mode_durations "$mode" | cut -d' ' -f5)" '
         {mode: $mode, store: $store, mix: $mix, binary: $bin, affinity_mask: $mask,
          server_cpus: $server_cpus, loadgen_cpus: $loadgen_cpus, server_cpu_count: $n_server,
-         loadgen_cpu_count: $n_loadgen, cpus_disjoint: $disjoint, server_threads: $n_server,
+         loadgen_cpu_count: $n_loadgen, cpus_disjoint: $disjoint, server_threads: $threads_srv,
+         server_threads_given: ($threads_given != ""), oversubscribed: ($threads_srv > $n_server),
+         cpu_plan: $cpu_plan,
          actor_workers: (if $bin == "actor-server" then (if $workers == "" then 0 else ($workers | tonumber) end) else null end),
          group_commit: (if $gc == "" or $bin != "actor-server" then 1 else ($gc | tonumber) end),
-         wrk_conns: $conns, wrk_threads: $threads, pipeline: 1,
+         wrk_conns: $conns, wrk_conns_given: $conns_given, conns_per_server_thread: ($pool / 4 | floor),
+         wrk_threads: $threads, pipeline: 1,
          loadgen_tick: (if $tick == "" then null else $tick end),
          probe_warmup_sec: $pwarm, probe_sec: $probe, warmup_sec: $warm, measure_sec: $meas,
          sat_ratio: $ratio, fixed_target_rps: (if $target == "" then null else ($target | tonumber) end),
@@ -391,6 +428,13 @@ setup_run() {
     [[ "$kind" == sweep ]] || build_result
     log_info "$server $scenario ($mode, $kind): server CPUs $SERVER_CPUS, loadgen CPUs $LOADGEN_CPUS x $wrk_threads threads, $wrk_conns connections -> $run_dir"
     [[ "$cpus_disjoint" == true ]] || log_info "warning: server and loadgen CPUs overlap ($SERVER_CPUS / $LOADGEN_CPUS): results are not fair"
+    local w
+    while IFS= read -r w; do
+        [[ -z "$w" || "$w" == "server and load generator share CPU"* ]] || log_info "warning: CPU plan: $w"
+    done < <(jq -r '.warnings[]' <<<"$cpu_plan_json")
+    if (( n_server_threads > n_server_cpus )); then
+        log_info "warning: oversubscribed: $n_server_threads server threads on $n_server_cpus CPU(s) (SERVER_THREADS): the figures include thread switching and are not a $n_server_threads-CPU result"
+    fi
 }
 
 # ---- phase: build -------------------------------------------------------------------
@@ -421,7 +465,7 @@ phase_start() {
     fi
     fact .config.port "$PORT"
     url="http://$SERVER_ADDR:$PORT"
-    local args=("--store=$store" --host "$SERVER_ADDR" --port "$PORT" --threads "$n_server_cpus"
+    local args=("--store=$store" --host "$SERVER_ADDR" --port "$PORT" --threads "$n_server_threads"
         --bearer "$BEARER" --seed-users "$SEED_USERS" --access-log "$ACCESS_LOG")
     if [[ "$store" == sqlite ]]; then
         rm -f "$run_dir/server.db" "$run_dir/server.db-wal" "$run_dir/server.db-shm"
@@ -447,7 +491,7 @@ phase_start() {
     if ! grep -Eq "listening on http://${SERVER_ADDR//./\\.}:$PORT([^0-9]|\$)" "$run_dir/server.log"; then
         fail "/ping answered on port $PORT but server.log has no 'listening on $url' (another process on the port?)"
     fi
-    log_info "start: $bin_name --store=$store pid $SERVER_PID on $SERVER_ADDR port $PORT, $n_server_cpus thread(s) on CPUs $SERVER_CPUS, ready in $(calc "$(clock_s) - $t_start") s"
+    log_info "start: $bin_name --store=$store pid $SERVER_PID on $SERVER_ADDR port $PORT, $n_server_threads thread(s) on CPUs $SERVER_CPUS, ready in $(calc "$(clock_s) - $t_start") s"
 }
 
 # ---- phase: sanity ------------------------------------------------------------------
@@ -466,16 +510,19 @@ phase_sanity() {
 # ---- load generator ---------------------------------------------------------------------
 # run_load PHASE RATE WARMUP DURATION JSON HGRM [SCRAPE_PREFIX]: runs the loadgen pinned to
 # LOADGEN_CPUS, or with LOADGEN_HOSTS one agent per load host over ssh (runner/remote.sh:
-# clocks checked, a common --start-at, outputs merged exactly into JSON and HGRM); at the
-# end of its warm-up a background job samples the server's CPU and /proc/stat of the server
-# CPUs (and scrapes /metrics to SCRAPE_PREFIX-before.prom when given); right after it exits
-# they are sampled again (and /metrics scraped to SCRAPE_PREFIX-after.prom). Records the
-# phase's raw facts in facts.json (.phases.PHASE); the caller's progress line (`analysis
-# line`) then writes result.json.
+# clocks checked, a common --start-at, outputs merged exactly into JSON and HGRM). A
+# background job on the load generator's CPUs (load_sampler) samples, at the end of the
+# warm-up, the server's process tree (CPU, every thread's CPU and name), /proc/stat of the
+# server CPUs and the load generator's threads (and scrapes /metrics to
+# SCRAPE_PREFIX-before.prom when given), and the load generator's threads again just before
+# its window ends (after it exits they are gone); right after it exits the server is
+# sampled again (and /metrics scraped to SCRAPE_PREFIX-after.prom). Records the phase's raw
+# facts in facts.json (.phases.PHASE); the caller's progress line (`analysis line`) then
+# writes result.json.
 run_load() {
     local phase=$1 rate=$2 warm=$3 dur=$4 json=$5 hgrm=$6 scrape=${7:-} rc=0 t0 cpu0 cpu1 st0 st1
-    local edge="$run_dir/.$phase.edge" extra=() edge_wait=$warm
-    rm -f "$edge" "$edge.stat" "$json" "$hgrm"
+    local edge="$run_dir/.$phase.edge" extra=() edge_wait=$warm lg_pid="" lgt0="" lgt1=""
+    rm -f "$edge" "$edge".* "$json" "$hgrm"
     [[ -z "$LOADGEN_TICK" || "$rate" == 0 ]] || extra=(--tick "$LOADGEN_TICK")
     if remote_enabled; then
         remote_clock_check "$phase"
@@ -484,28 +531,14 @@ run_load() {
     fi
     t0=$(clock_s)
     if [[ "$edge_wait" == 0 ]]; then
-        if ! proc_sample "$SERVER_PID" >"$edge"; then server_died; fail "server exited before the $phase ($DIED)"; fi
+        if ! proc_tree_sample "$SERVER_PID" >"$edge.srv0"; then server_died; fail "server exited before the $phase ($DIED)"; fi
         cpustat_sample "$SERVER_CPUS" >"$edge.stat"
         if [[ -n "$scrape" ]]; then metrics_scrape "$url" "$scrape-before.prom" || fail "scraping /metrics before the $phase failed"; fi
-    else
-        # The first samples are taken a little before the window opens (half the warm-up, at
-        # most 1 s), by a job on the load generator's CPUs: their forks (awk, curl: 30-60 ms
-        # of CPU) then land in the discarded warm-up and off the server's CPUs. Taken at the
-        # window's start on any CPU, they made the first second of every constant-rate window
-        # the worst (p99 52-108 ms, the median second 1.6-1.9 ms, bench/NOTES.md).
-        # The CPU window is so up to 1 s longer than the latency window, at the same load.
-        local lead
-        lead=$(calc "$warm / 2 < 1 ? $warm / 2 : 1")
-        (
-            if [[ "$cpus_disjoint" == true ]]; then taskset -pc "$LOADGEN_CPUS" "$BASHPID" >/dev/null 2>&1 || true; fi
-            sleep "$(calc "$edge_wait - $lead")"
-            cpustat_sample "$SERVER_CPUS" >"$edge.stat"
-            proc_sample "$SERVER_PID" >"$edge.tmp" && mv "$edge.tmp" "$edge"
-            if [[ -n "$scrape" ]]; then metrics_scrape "$url" "$scrape-before.prom" || rm -f "$scrape-before.prom"; fi
-        ) &
-        BG_PID=$!
+        : >"$edge"
     fi
     if remote_enabled; then
+        load_sampler "$t0" "$edge_wait" "$dur" "" "$edge" "$scrape" &
+        BG_PID=$!
         remote_agents_start "$phase" "$rate" "$warm" "$dur" "${extra[@]}"
         remote_agents_wait "$phase" "$warm" "$dur"
     else
@@ -514,43 +547,117 @@ run_load() {
             --rate "$rate" --timeout "$REQ_TIMEOUT_SEC" --bearer "$BEARER" "${extra[@]}" \
             --json "$json" --hgrm "$hgrm" >>"$run_dir/loadgen-$phase.log" 2>&1 </dev/null &
         LOADGEN_PID=$!
+        lg_pid=$LOADGEN_PID
+        load_sampler "$t0" "$edge_wait" "$dur" "$lg_pid" "$edge" "$scrape" &
+        BG_PID=$!
         wait "$LOADGEN_PID" || rc=$?
         LOADGEN_PID=""
     fi
-    if ! cpu1=$(proc_sample "$SERVER_PID"); then server_died; fail "server exited during the $phase ($DIED)"; fi
+    if ! proc_tree_sample "$SERVER_PID" >"$edge.srv1"; then server_died; fail "server exited during the $phase ($DIED)"; fi
     st1=$(cpustat_sample "$SERVER_CPUS")
-    if [[ -n "$BG_PID" ]]; then wait "$BG_PID" || true; BG_PID=""; fi
+    load_sampler_end "$rc" "$edge"
     if [[ -n "$scrape" ]]; then
         metrics_scrape "$url" "$scrape-after.prom" || fail "scraping /metrics after the $phase failed"
         [[ -f "$scrape-before.prom" ]] || fail "scraping /metrics at the end of the $phase warm-up failed"
     fi
     (( rc == 0 )) || fail "loadgen exited $rc in the $phase: $(tail -n 3 "$run_dir/loadgen-$phase.log" | tr '\n' ' ')"
     if remote_enabled; then remote_agents_collect "$phase" "$dur" "$json" "$hgrm"; fi
-    [[ -s "$edge" ]] || fail "the $phase lasted less than its warm-up: no CPU sample at the window's start"
-    cpu0=$(<"$edge")
+    [[ -e "$edge" && -s "$edge.srv0" ]] || fail "the $phase lasted less than its warm-up: no CPU sample at the window's start"
+    local a b
+    read -r a b _ <"$edge.srv0"
+    cpu0="$a $b"
+    read -r a b _ <"$edge.srv1"
+    cpu1="$a $b"
     st0=$(cat "$edge.stat" 2>/dev/null || echo "0 0 0")
-    rm -f "$edge" "$edge.stat"
+    if [[ -n "$lg_pid" && -s "$edge.lg1" ]]; then
+        lgt0=$(cat "$edge.lg0" 2>/dev/null || echo "$t0 0 1") lgt1=$(<"$edge.lg1")
+    fi
     jq -e 'has("achieved_rps") and has("requests_completed") and has("errors") and has("latency_ms")
            and has("loadgen_cpu_s")' "$json" >/dev/null 2>&1 ||
         fail "loadgen's $phase json ($json) lacks achieved_rps/requests_completed/errors/latency_ms/loadgen_cpu_s"
     fact ".phases.$phase" "$(jq -n --arg json "$(basename "$json")" --arg hgrm "$(basename "$hgrm")" \
         --arg c0 "$cpu0" --arg c1 "$cpu1" --arg s0 "$st0" --arg s1 "$st1" --argjson wall "$(calc "$(clock_s) - $t0")" \
+        --rawfile srv0 "$edge.srv0" --rawfile srv1 "$edge.srv1" --arg lg0 "$lgt0" --arg lg1 "$lgt1" \
         --arg scrape "${scrape:+$(basename "$scrape")}" --argjson rate "$rate" --argjson remote "$(remote_phase_json "$phase")" '
         def nums: split(" ") | map(select(. != "") | tonumber);
         {loadgen_json: $json, histogram: $hgrm, cpu: [($c0 | nums), ($c1 | nums)],
          cpustat: [($s0 | nums), ($s1 | nums)], wall_s: $wall,
+         tasks: {server: [$srv0, $srv1], loadgen: (if $lg1 == "" then null else [$lg0, $lg1] end)},
+         connections: '"$wrk_conns"',
          target_rps: (if $rate > 0 then $rate else null end),
          scrapes: (if $scrape == "" then null else ["\($scrape)-before.prom", "\($scrape)-after.prom"] end)} + $remote')"
+    rm -f "$edge" "$edge".*
     # result.json is rewritten by the phase's progress line (`analysis line` writes it)
 }
 
+# load_sampler T0 EDGE_WAIT DURATION LOADGEN_PID EDGE SCRAPE: the background job of run_load,
+# pinned to the load generator's CPUs. Unless EDGE_WAIT is 0 (then run_load sampled already),
+# at T0 + EDGE_WAIT - a lead (half the warm-up, at most 1 s) it samples /proc/stat of the
+# server CPUs (EDGE.stat), the server's tree (EDGE.srv0), the load generator's threads
+# (EDGE.lg0), scrapes /metrics (SCRAPE-before.prom) and creates EDGE (the start edge is done).
+# The lead keeps its forks (awk, curl: 30-60 ms of CPU) in the discarded warm-up and off the
+# server's CPUs: taken at the window's start on any CPU, they made the first second of every
+# constant-rate window the worst (p99 52-108 ms, the median second 1.6-1.9 ms, bench/NOTES.md).
+# The CPU window is so up to 1 s longer than the latency window, at the same load. With a
+# LOADGEN_PID, at T0 + EDGE_WAIT + DURATION - a quarter of a second (a quarter of DURATION
+# when shorter) it samples the load generator's threads again (EDGE.lg1): builtins only, no
+# fork inside the window.
+load_sampler() {
+    local t0=$1 wait0=$2 dur=$3 lg=$4 edge=$5 scrape=$6 lead end_at
+    if [[ "$cpus_disjoint" == true ]]; then taskset -pc "$LOADGEN_CPUS" "$BASHPID" >/dev/null 2>&1 || true; fi
+    lead=$(calc "$wait0 / 2 < 1 ? $wait0 / 2 : 1")
+    end_at=$(calc "$t0 + $wait0 + $dur - ($dur / 4 < 0.25 ? $dur / 4 : 0.25)")
+    if [[ "$wait0" != 0 ]]; then
+        sleep_until "$(calc "$t0 + $wait0 - $lead")"
+        cpustat_sample "$SERVER_CPUS" >"$edge.stat"
+        proc_tree_sample "$SERVER_PID" >"$edge.srv0.tmp" && mv "$edge.srv0.tmp" "$edge.srv0"
+        if [[ -n "$lg" ]]; then proc_tree_sample "$lg" self >"$edge.lg0.tmp" && mv "$edge.lg0.tmp" "$edge.lg0"; fi
+        if [[ -n "$scrape" ]]; then metrics_scrape "$url" "$scrape-before.prom" || rm -f "$scrape-before.prom"; fi
+        : >"$edge"
+    fi
+    [[ -n "$lg" ]] || return 0
+    sleep_until "$end_at"
+    proc_tree_sample "$lg" self >"$edge.lg1.tmp" && mv "$edge.lg1.tmp" "$edge.lg1"
+}
+
+# load_sampler_end RC EDGE: after the load generator exited with RC: ends the sampler job
+# (BG_PID). When the loadgen failed, at once; else once its start edge is done (EDGE
+# exists), without waiting for the end sample of the load generator's threads when that
+# is still pending (the loadgen ended before it).
+load_sampler_end() {
+    local rc=$1 edge=$2
+    [[ -n "$BG_PID" ]] || return 0
+    if (( rc == 0 )); then
+        while kill -0 "$BG_PID" 2>/dev/null && [[ ! -e "$edge" ]]; do sleep 0.05; done
+    fi
+    if kill -0 "$BG_PID" 2>/dev/null; then
+        pkill -TERM -P "$BG_PID" 2>/dev/null || true
+        kill -TERM "$BG_PID" 2>/dev/null || true
+    fi
+    wait "$BG_PID" 2>/dev/null || true
+    BG_PID=""
+}
+
 # ---- phase: probe ---------------------------------------------------------------------------
+# phase_probe: the closed-loop probe; then, when neither CPU rule saw the server saturated
+# (total CPU, busiest thread), the load generator did not limit it and it had no errors
+# (`analysis plateau-needed`), the plateau probe: the same once more with twice the
+# connections, on the same server. A gain under 5% with the server's CPU not rising either
+# is saturation by plateau (SPEC.md section 8); the saturation figure stays the first probe's.
 phase_probe() {
     log_info "probe: closed loop, $wrk_conns connections, ${probe_warmup_sec} s warm-up + ${probe_sec} s ..."
     run_load probe 0 "$probe_warmup_sec" "$probe_sec" "$run_dir/probe.json" "$run_dir/probe-histogram.txt"
     log_info "probe: $(analysis line "$run_dir" probe)"
     jq -e '(.saturation_rps // 0) > 0' "$run_dir/result.json" >/dev/null ||
         fail "the probe completed no requests (achieved_rps $(jq '.achieved_rps' "$run_dir/probe.json"))"
+    if [[ "$(analysis plateau-needed "$run_dir")" == yes ]]; then
+        local conns=$wrk_conns
+        wrk_conns=$((2 * conns))
+        log_info "plateau probe: not saturated by CPU nor by a thread, loadgen not the limit: closed loop again with $wrk_conns connections, ${probe_warmup_sec} s warm-up + ${probe_sec} s ..."
+        run_load plateau 0 "$probe_warmup_sec" "$probe_sec" "$run_dir/plateau.json" "$run_dir/plateau-histogram.txt"
+        wrk_conns=$conns
+        log_info "plateau probe: $(analysis line "$run_dir" plateau)"
+    fi
 }
 
 # ---- phase: sustain -------------------------------------------------------------------------
@@ -564,7 +671,8 @@ phase_sustain() {
 # ---- phase: stop ----------------------------------------------------------------------------
 phase_stop() {
     local hwm_kb t_stop deadline exit_code=0 stop_s
-    if ! hwm_kb=$(proc_hwm_kb "$SERVER_PID"); then server_died; fail "server exited before it was stopped ($DIED)"; fi
+    # the whole process tree's (a wrapper, a master and its workers): each process's own peak, summed
+    if ! hwm_kb=$(proc_tree_hwm_kb "$SERVER_PID"); then server_died; fail "server exited before it was stopped ($DIED)"; fi
     fact .stop.rss_kb "$hwm_kb"
     t_stop=$(clock_s)
     kill -TERM "$SERVER_PID"
@@ -674,6 +782,14 @@ sweep_step() {
 }
 
 main() {
+    local a
+    for a in "$@"; do
+        case "$a" in -h|--help) usage; exit 0 ;; esac
+    done
+    for a in "$@"; do
+        # the plan alone: nothing built, installed or run (works before scripts/deps.sh)
+        if [[ "$a" == --cpu-plan ]]; then cpu_plan_run; exit $?; fi
+    done
     parse_args "$@"
     if [[ "$SWEEP" == 1 && -n "$SWEEP_BASE_RPS" ]]; then
         # run_all.sh --sweep: the probes are done; only the steps

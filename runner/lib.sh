@@ -58,6 +58,13 @@ clock_s() {
     printf '%s\n' "$up"
 }
 
+# sleep_until T: sleeps until clock_s reaches T (at once when it has).
+sleep_until() {
+    local d
+    d=$(calc "$1 - $(clock_s)")
+    [[ "$d" == -* || "$d" == 0 ]] || sleep "$d"
+}
+
 # cpulist_expand LIST: prints the CPUs of a list like "0-3,8,10-11" one per line,
 # in the order given. Returns 1 on a malformed list.
 cpulist_expand() {
@@ -92,21 +99,41 @@ cpulist_join() {
     paste -sd, -
 }
 
-# cpulist_split LIST: prints two lines, the first half of LIST's CPUs (the server's)
-# and the second half (the load generator's); with an odd count the server gets the
-# smaller half. With one CPU both lines are that CPU (the runs cannot be disjoint).
-cpulist_split() {
-    local -a cpus
-    mapfile -t cpus < <(cpulist_expand "$1") || return 1
-    local n=${#cpus[@]}
-    (( n > 0 )) || return 1
-    if (( n == 1 )); then
-        printf '%s\n%s\n' "${cpus[0]}" "${cpus[0]}"
-        return 0
+# cpus_within LIST MASK: true when every CPU of LIST is in MASK (both cpulist_expand lists).
+cpus_within() {
+    local c
+    local -A in_mask=()
+    for c in $(cpulist_expand "$2"); do in_mask[$c]=1; done
+    for c in $(cpulist_expand "$1"); do [[ -n "${in_mask[$c]:-}" ]] || return 1; done
+}
+
+# cpu_plan_run ARGS...: the CPU planner (`analysis cpu-plan ARGS`, runner/analysis/cpuplan.py;
+# SPEC.md section 4) with this shell's SERVER_CPUS, LOADGEN_CPUS and SMT (CPU_MASK and
+# CPU_TOPOLOGY_ROOT from the environment). Says what is missing when python3 is (before
+# scripts/deps.sh has run) and returns 1; returns the planner's status otherwise (2: a bad
+# value, with the reason on stderr).
+cpu_plan_run() {
+    if ! command -v "${PYTHON:-python3}" >/dev/null 2>&1; then
+        echo "the CPU plan needs python3 (scripts/deps.sh run installs it)" >&2
+        return 1
     fi
-    local half=$(( n / 2 ))
-    printf '%s\n' "${cpus[@]:0:half}" | cpulist_join
-    printf '%s\n' "${cpus[@]:half}" | cpulist_join
+    SERVER_CPUS="${SERVER_CPUS:-}" LOADGEN_CPUS="${LOADGEN_CPUS:-}" SMT="${SMT:-}" analysis cpu-plan "$@"
+}
+
+# cpu_plan_sides MASK: two lines, the server's and the load generator's CPUs of the default
+# plan on MASK (what runner.sh picks when SERVER_CPUS and LOADGEN_CPUS are not given).
+cpu_plan_sides() {
+    local out
+    out=$(SERVER_CPUS="" LOADGEN_CPUS="" cpu_plan_run --mask="$1") || return 1
+    sed -n 's/^server_cpus=//p; s/^loadgen_cpus=//p' <<<"$out"
+}
+
+# conns_default POOL THREADS: the default connection count for a server with THREADS
+# threads: a quarter of the mode's POOL per thread (64 of 256), at least POOL.
+conns_default() {
+    local per=$(( $1 / 4 )) n
+    n=$(( per * $2 ))
+    echo $(( n > $1 ? n : $1 ))
 }
 
 # affinity_cpus: the CPU list of this shell's affinity mask ("0,1").

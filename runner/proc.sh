@@ -1,7 +1,8 @@
 # shellcheck shell=bash
-# proc.sh: a process's own accounting from /proc: CPU time (utime+stime of all its
-# threads, from /proc/PID/stat) and peak RSS (VmHWM, from /proc/PID/status).
-# Does not sample children or sum threads itself: the kernel's per-process totals are used.
+# proc.sh: a process's (or a process tree's) accounting from /proc: CPU time (utime+stime,
+# from /proc/PID/stat), each thread's CPU time and name (/proc/PID/task/TID/stat), and peak
+# RSS (VmHWM, from /proc/PID/status). The tree samplers use shell builtins only (no fork per
+# thread or per process), so that sampling costs the CPUs it runs on next to nothing.
 # Samples only: the analysis package (runner/analysis/result.py) turns them into percentages.
 # Invariant: the stat line is split after the LAST ')', since comm may hold spaces and ')'.
 
@@ -55,4 +56,103 @@ cpustat_sample() {
     awk -v cpus="$cpus" 'BEGIN { n = split(cpus, c, " "); for (i = 1; i <= n; i++) want["cpu" c[i]] = 1 }
         $1 in want { b = $2 + $3 + $4 + $7 + $8 + $9; busy += b; total += b + $5 + $6; steal += $9 }
         END { printf "%d %d %d\n", busy, total, steal }' /proc/stat
+}
+
+# proc_tree_pids PID: sets the array PROC_TREE_PIDS to the pids of PID and of every process
+# descended from it, PID first (breadth first). Reads /proc/PID/task/TID/children where the
+# kernel has it (CONFIG_PROC_CHILDREN), else the parent pid of every /proc/N/stat. Builtins
+# only, no subshell. Returns 1 (the array empty) when PID is gone.
+PROC_TREE_PIDS=()
+proc_tree_pids() {
+    local root=$1 p t f line rest ppid pid i=0
+    local -a queue kids
+    PROC_TREE_PIDS=()
+    [[ -r "/proc/$root/stat" ]] || return 1
+    queue=("$root")
+    if [[ -r "/proc/$root/task/$root/children" ]]; then
+        while (( i < ${#queue[@]} )); do
+            p=${queue[i]}
+            i=$((i + 1))
+            for t in "/proc/$p/task/"*; do
+                kids=()
+                read -r -a kids <"$t/children" 2>/dev/null || true
+                queue+=("${kids[@]}")
+            done
+        done
+    else
+        local -A kids_of=()
+        for f in /proc/[0-9]*/stat; do
+            { read -r line <"$f"; } 2>/dev/null || continue
+            rest=${line##*) }           # "S ppid pgrp ..."
+            rest=${rest#* }
+            ppid=${rest%% *}
+            pid=${f#/proc/}
+            kids_of[$ppid]+=" ${pid%/stat}"
+        done
+        while (( i < ${#queue[@]} )); do
+            p=${queue[i]}
+            i=$((i + 1))
+            # shellcheck disable=SC2206  # the list holds pids only
+            [[ -z "${kids_of[$p]:-}" ]] || queue+=(${kids_of[$p]})
+        done
+    fi
+    PROC_TREE_PIDS=("${queue[@]}")
+}
+
+# proc_tree_sample PID [self]: one sample of the process tree under PID (only PID with
+# "self"): a first line "CLOCK_S TICKS PROCESSES" (clock_s; utime+stime+cutime+cstime of
+# every process of the tree, so that a child reaped during the window still counts; the
+# number of processes), then one line per thread "PID TID TICKS NAME" (utime+stime of the
+# thread; NAME its comm, which may hold spaces, last). Builtins only (no fork); a thread or
+# process that ends while it is read is left out. Returns 1 when PID is gone.
+proc_tree_sample() {
+    local root=$1 mode=${2:-tree} t line rest name p tid total=0 n=0
+    local -a pids f out
+    read -r t _ </proc/uptime
+    if [[ "$mode" == self ]]; then
+        [[ -r "/proc/$root/stat" ]] || return 1
+        pids=("$root")
+    else
+        proc_tree_pids "$root" || return 1
+        pids=("${PROC_TREE_PIDS[@]}")
+    fi
+    for p in "${pids[@]}"; do
+        { read -r line <"/proc/$p/stat"; } 2>/dev/null || { [[ "$p" != "$root" ]] && continue; return 1; }
+        rest=${line##*) }
+        # shellcheck disable=SC2206  # after comm: numbers and a state letter only
+        f=($rest)
+        # state is f[0]: utime f[11], stime f[12], cutime f[13], cstime f[14]
+        total=$((total + f[11] + f[12] + f[13] + f[14]))
+        n=$((n + 1))
+        for tid in "/proc/$p/task/"*; do
+            { read -r line <"$tid/stat"; } 2>/dev/null || continue
+            rest=${line##*) }
+            name=${line#*(}
+            name=${name%)*}
+            name=${name//[$'\n\t']/?}
+            # shellcheck disable=SC2206
+            f=($rest)
+            out+=("$p ${tid##*/} $((f[11] + f[12])) $name")
+        done
+    done
+    printf '%s %s %s\n' "$t" "$total" "$n"
+    printf '%s\n' "${out[@]}"
+}
+
+# proc_tree_hwm_kb PID: the peak resident set (VmHWM, kB) summed over PID and every process
+# descended from it: each process's own peak, so an upper bound of the tree's peak at any
+# one moment (the two are equal for one process). Returns 1 when PID is gone.
+proc_tree_hwm_kb() {
+    local p kb sum=0
+    local -a pids
+    proc_tree_pids "$1" || return 1
+    pids=("${PROC_TREE_PIDS[@]}")
+    for p in "${pids[@]}"; do
+        if kb=$(proc_hwm_kb "$p" 2>/dev/null); then
+            sum=$((sum + kb))
+        elif [[ "$p" == "$1" ]]; then
+            return 1
+        fi
+    done
+    printf '%s\n' "$sum"
 }

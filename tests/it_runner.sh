@@ -38,10 +38,15 @@ is "stat: this shell's own /proc/\$\$/stat parses to a number" \
     "$(proc_cpu_ticks $$ | grep -Ec '^[0-9]+$')" 1
 is "status: VmHWM in kB" "$(proc_hwm_kb_file "$FIX/proc_status")" 12345
 is "cpulist: count of 0-3,8,10-11" "$(cpulist_count 0-3,8,10-11)" 7
-is "cpulist: split 0,1" "$(cpulist_split 0,1 | paste -sd/ -)" "0/1"
-is "cpulist: split 0-3" "$(cpulist_split 0-3 | paste -sd/ -)" "0,1/2,3"
-is "cpulist: split 0-2 (server gets the smaller half)" "$(cpulist_split 0-2 | paste -sd/ -)" "0/1,2"
-is "cpulist: split of one CPU shares it" "$(cpulist_split 3 | paste -sd/ -)" "3/3"
+# the CPU plan (runner/analysis/cpuplan.py; its placement is tested in test_cpuplan.py)
+vm2="$FIX/topology/vm2/cpu"
+is "cpu plan: a 2-CPU host: server 0, loadgen 1" "$(CPU_TOPOLOGY_ROOT=$vm2 cpu_plan_sides 0,1 | paste -sd/ -)" "0/1"
+is "cpu plan: one CPU is shared" "$(CPU_TOPOLOGY_ROOT=$vm2 cpu_plan_sides 1 | paste -sd/ -)" "1/1"
+is "cpu plan: runner.sh --cpu-plan prints the three lists first" \
+    "$(CPU_TOPOLOGY_ROOT=$vm2 CPU_MASK=0,1 "$ROOT/runner.sh" --cpu-plan | head -n 3 | paste -sd' ' -)" \
+    "server_cpus=0 loadgen_cpus=1 idle_cpus="
+is "cpu plan: conns_default keeps the pool as the floor" "$(conns_default 256 1) $(conns_default 256 4) $(conns_default 256 8) $(conns_default 32 4)" \
+    "256 256 512 32"
 ok "cpulist: malformed list rejected" bash -c ". '$ROOT/runner/lib.sh'; ! cpulist_expand 1-x >/dev/null"
 
 # a batch to re-summarize: the report fixture's runs (index.json and summary.md left out)

@@ -23,33 +23,48 @@ import tap_unittest  # noqa: E402
 from test_analysis import Batch  # noqa: E402
 
 
+VM2 = os.path.join(ROOT, "tests", "fixtures", "topology", "vm2", "cpu")
+
+
 class TestPlan(unittest.TestCase):
+    """scaling.plan is the CPU planner's (test_cpuplan.py tests its placement on topologies);
+    here: its tuples, the skips and the command line."""
+
+    def setUp(self):
+        self.nowhere = tempfile.mkdtemp(prefix="test_scaling.topo.")  # no topology: every CPU a core
+
+    def tearDown(self):
+        shutil.rmtree(self.nowhere)
+
     def test_two_cpus_run_one_and_skip_the_rest_saying_why(self):
-        p = scaling.plan([1, 2, 4, 8], scaling.parse_cpus("0,1"))
+        p = scaling.plan([1, 2, 4, 8], scaling.parse_cpus("0,1"), VM2)
         self.assertEqual(p[0], ("run", 1, "0", "1"))
         self.assertEqual([x[:2] for x in p[1:]], [("skip", 2), ("skip", 4), ("skip", 8)])
-        self.assertIn("need 5 CPUs", p[2][2])
-        self.assertIn("the host gives 2 (0-1)", p[2][2])
+        self.assertIn("need 5 cores", p[2][2])
+        self.assertIn("the mask gives 2 cores (0-1)", p[2][2])
 
-    def test_sixteen_cpus_run_all_with_disjoint_loadgen(self):
+    def test_sixteen_cpus_give_the_loadgen_its_share_disjoint(self):
         cpus = scaling.parse_cpus("0-15")
-        for what, n, srv, lg in scaling.plan([8, 1, 4, 2, 2], cpus):
+        plans = scaling.plan([8, 1, 4, 2, 2], cpus, self.nowhere)
+        self.assertEqual([x[1] for x in plans], [1, 2, 4, 8])
+        for what, n, srv, lg in plans:
             self.assertEqual(what, "run")
             s, g = set(scaling.parse_cpus(srv)), set(scaling.parse_cpus(lg))
             self.assertEqual(len(s), n)
             self.assertFalse(s & g)
-            self.assertTrue(g)
-            self.assertEqual(s | g, set(cpus))
+            # 1.6 cores per server core, rounded up, as far as the mask allows
+            self.assertEqual(len(g), min(-(-8 * n // 5), 16 - n), (n, srv, lg))
+            self.assertTrue((s | g) <= set(cpus))
 
     def test_counts_sorted_and_unique(self):
-        self.assertEqual([x[1] for x in scaling.plan([4, 1, 4], range(8))], [1, 4])
+        self.assertEqual([x[1] for x in scaling.plan([4, 1, 4], range(10), self.nowhere)], [1, 4])
 
     def test_exactly_n_plus_one_cpus_is_enough(self):
-        self.assertEqual(scaling.plan([4], [0, 2, 4, 6, 8])[0], ("run", 4, "0,2,4,6", "8"))
-        self.assertEqual(scaling.plan([4], [0, 1, 2, 3])[0][0], "skip")
+        self.assertEqual(scaling.plan([4], [0, 2, 4, 6, 8], self.nowhere)[0], ("run", 4, "0,2,4,6", "8"))
+        self.assertEqual(scaling.plan([4], [0, 1, 2, 3], self.nowhere)[0][0], "skip")
 
     def test_one_cpu_gives_nothing(self):
-        self.assertTrue(all(x[0] == "skip" for x in scaling.plan([1, 2], [0])))
+        self.assertTrue(all(x[0] == "skip" for x in scaling.plan([1, 2], [0], self.nowhere)))
 
     def test_bad_input(self):
         for bad in ("", "0", "1,,2", "x", "-1", "1.5", "2000"):
@@ -66,14 +81,17 @@ class TestPlan(unittest.TestCase):
     def test_cli_prints_one_line_per_count_and_fails_on_bad_input(self):
         import io
         from contextlib import redirect_stderr, redirect_stdout
+        from unittest import mock
         out = io.StringIO()
-        with redirect_stdout(out):
+        with mock.patch.dict(os.environ, {"CPU_TOPOLOGY_ROOT": VM2, "SMT": ""}), redirect_stdout(out):
             self.assertEqual(analysis_main(["analysis", "scaling-plan", "1,2", "0-1"]), 0)
         lines = out.getvalue().splitlines()
         self.assertEqual(lines[0], "run 1 0 1")
         self.assertTrue(lines[1].startswith("skip 2 "))
         with redirect_stderr(io.StringIO()):
             self.assertEqual(analysis_main(["analysis", "scaling-plan", "1,x", "0-1"]), 1)
+        with mock.patch.dict(os.environ, {"SMT": "sometimes"}), redirect_stderr(io.StringIO()):
+            self.assertEqual(analysis_main(["analysis", "scaling-plan", "1", "0-1"]), 2)
 
 
 class TestTopology(unittest.TestCase):

@@ -31,8 +31,19 @@ USAGE = """usage: python3 -m analysis COMMAND ARGS   (with runner/ on PYTHONPATH
                                  comma-separated (SPEC.md section 14)
   scaling-plan COUNTS CPUS       for each server CPU count in COUNTS (e.g. 1,2,4,8) on the
                                  CPU list CPUS (e.g. 0-3): "run N SERVER_CPUS LOADGEN_CPUS"
-                                 or "skip N REASON", one line each (the load generator's
-                                 CPUs disjoint from the server's)
+                                 or "skip N REASON", one line each, by the CPU planner
+                                 (cpu-plan; never sharing a core between the two sides)
+  cpu-plan [--json] [--mask=LIST] [--count=N] [--scaling=COUNTS] [--remote]
+                                 the CPU plan (SPEC.md section 4): server_cpus=, loadgen_cpus=,
+                                 idle_cpus= and the reasons (--json: one JSON object); reads
+                                 CPU_TOPOLOGY_ROOT, CPU_MASK, SMT, SERVER_CPUS, LOADGEN_CPUS;
+                                 --scaling: also the plan of each server CPU count; --remote:
+                                 the load comes from other hosts (the local side keeps one core
+                                 for the runner); exit 2 on a bad value
+  threads RUN_DIR                the per-thread CPU of a run (result.json), one line a thread
+  plateau-needed RUN_DIR         "yes" when the run's probe needs the plateau probe (SPEC.md
+                                 section 8: neither CPU rule holds, the load generator did
+                                 not limit it, no errors), else "no"
   servers                        every server definition: NAME, scenarios, file and
                                  description, tab-separated, one line each
   server NAME FIELD              one field of a definition: scenarios, ready_path,
@@ -57,13 +68,28 @@ def _line(run_dir, phase):
     def agents(ags):
         return ", ".join(f"agent {a.get('agent_index')} {f(a.get('loadgen_cpu_pct'), 1)}% of {a.get('cpu_count')}"
                          for a in ags)
+    def busiest(ts):
+        from .rules import busiest as top
+        t = top(ts)
+        return "" if t is None or len(ts) < 2 else f", busiest thread {t.get('name')} {f(t['cpu_pct'], 1)}%"
+    if phase == "plateau":
+        p = r.get("probe") or {}
+        pl = p.get("plateau") or {}
+        return (f"{f(pl.get('rps'))} req/s with {pl.get('connections')} connections "
+                f"({f(100 * pl['gain'], 1) if is_num(pl.get('gain')) else 'n/a'}% against the probe), server CPU "
+                f"{f(pl.get('server_cpu_pct'), 1)}% ({f(100 * pl['cpu_gain'], 1) if is_num(pl.get('cpu_gain')) else 'n/a'}%)"
+                f"{busiest(pl.get('server_threads') or [])}: "
+                + (f"saturated by {p['saturated_by']}" if p.get("saturated_by") else "not saturated")
+                + f" ({p.get('saturation_reason') or 'unknown'})")
     if phase == "probe":
         p = r.get("probe") or {}
         flags = [fl["reason"] for fl in r.get("problems") or [] if fl["phase"] == "probe"]
         lg = (f"loadgen CPU {f(p.get('loadgen_cpu_pct'), 1)}% of {cfg.get('loadgen_cpu_count')} CPU(s)"
               if not p.get("loadgen_agents") else f"loadgen CPU {agents(p['loadgen_agents'])} CPU(s)")
+        sat = f"; saturated by {p['saturated_by']}" if p.get("saturated_by") else ""
         return (f"{f(p.get('rps'))} req/s, server CPU {f(p.get('server_cpu_pct'), 1)}% of "
-                f"{cfg.get('server_cpu_count')} CPU(s), {lg}" + ("; FLAGGED: " + "; ".join(flags) if flags else ""))
+                f"{cfg.get('server_cpu_count')} CPU(s){busiest(p.get('server_threads') or [])}, {lg}{sat}"
+                + ("; FLAGGED: " + "; ".join(flags) if flags else ""))
     flags = [fl["reason"] for fl in r.get("problems") or [] if fl["phase"] == "sustain"]
     lg = (f"loadgen CPU {f(r.get('loadgen_cpu_pct'), 1)}%" if not r.get("loadgen_agents")
           else f"loadgen CPU {agents(r['loadgen_agents'])} CPU(s)")
@@ -165,6 +191,43 @@ def _servers_cmd(cmd, args):
     except servers.DefinitionError as err:
         print(f"analysis {cmd}: {err}", file=sys.stderr)
         return 2
+
+def _cpu_plan(args):
+    """analysis cpu-plan [--json] [--mask=LIST] [--count=N] [--scaling=COUNTS]: exit 0, or 2
+    with the reason on a bad value or a plan the mask cannot give."""
+    from . import cpuplan, scaling
+    as_json, mask, count, counts, ratio = False, None, None, None, cpuplan.LOADGEN_CORES_PER_SERVER_CORE
+    try:
+        for a in args:
+            if a == "--json":
+                as_json = True
+            elif a == "--remote":
+                ratio = 0  # the load comes from other hosts: the local side is the runner's
+
+            elif a.startswith("--mask="):
+                mask = a.split("=", 1)[1]
+            elif a.startswith("--count="):
+                count = scaling.parse_counts(a.split("=", 1)[1])
+                if len(count) != 1:
+                    raise ValueError("--count takes one number")
+                count = count[0]
+            elif a.startswith("--scaling="):
+                counts = scaling.parse_counts(a.split("=", 1)[1])
+            else:
+                raise ValueError(f"unknown argument '{a}'")
+        topo, smt, srv, lg = cpuplan.from_env(mask=mask)
+        p = cpuplan.plan(topo, smt, count=count, server_cpus=srv, loadgen_cpus=lg, ratio=ratio)
+    except ValueError as err:
+        print(f"analysis cpu-plan: {err}", file=sys.stderr)
+        return 2
+    if as_json:
+        print(json.dumps(p))
+        return 0
+    print("\n".join(cpuplan.text(p)))
+    for what, n, x in cpuplan.scaling(topo, counts or [], smt, ratio):
+        print(f"--scaling {n} server CPU{'' if n == 1 else 's'}: " + ("skipped: " + x if what == "skip" else "run"))
+        if what == "run":
+            print("\n".join(cpuplan.text(x, "  ")))
     return 0
 
 
@@ -177,7 +240,7 @@ def main(argv):
         if cmd == "result" and len(args) == 1:
             from . import result
             result.write(args[0])
-        elif cmd == "line" and len(args) == 2 and args[1] in ("probe", "sustain"):
+        elif cmd == "line" and len(args) == 2 and args[1] in ("probe", "plateau", "sustain"):
             print(_line(args[0], args[1]))
         elif cmd == "summarize" and len(args) in (1, 2):
             from . import summary
@@ -209,11 +272,30 @@ def main(argv):
             from . import sweep
             print(",".join(str(r) for r in sweep.default_rates(float(args[0]))))
         elif cmd == "scaling-plan" and len(args) == 2:
-            from . import scaling
-            for p in scaling.plan(scaling.parse_counts(args[0]), scaling.parse_cpus(args[1])):
+            from . import cpuplan, scaling
+            try:
+                _, smt, _, _ = cpuplan.from_env(dict(os.environ, SERVER_CPUS="", LOADGEN_CPUS=""), args[1])
+            except cpuplan.PlanError as err:
+                print(f"analysis scaling-plan: {err}", file=sys.stderr)
+                return 2
+            root = os.environ.get("CPU_TOPOLOGY_ROOT") or cpuplan.DEFAULT_ROOT
+            for p in scaling.plan(scaling.parse_counts(args[0]), scaling.parse_cpus(args[1]), root, smt):
                 print(" ".join(str(x) for x in p))
         elif cmd in ("servers", "server", "server-command", "server-env", "matrix"):
             return _servers_cmd(cmd, args)
+
+        elif cmd == "cpu-plan":
+            return _cpu_plan(args)
+        elif cmd == "threads" and len(args) == 1:
+            from . import threads
+            for line in threads.run_lines(args[0]):
+                print(line)
+        elif cmd == "plateau-needed" and len(args) == 1:
+            from . import rules
+            with open(os.path.join(args[0], "result.json"), encoding="utf-8") as fh:
+                run = json.load(fh, parse_constant=rules.json_null_constant)
+            n = (run.get("config") or {}).get("server_cpu_count") or 1
+            print("yes" if rules.plateau_needed(run.get("probe"), n) else "no")
         elif cmd == "headline" and len(args) == 1:
             with open(os.path.join(args[0], "index.json"), encoding="utf-8") as fh:
                 v = json.load(fh)["verdict"]

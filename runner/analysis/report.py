@@ -12,7 +12,7 @@ import os
 import subprocess
 import sys
 
-from . import rules, scaling, sweep
+from . import rules, scaling, sweep, threads
 from .render import (Page, Svgs, esc, get_path, gnuplot, num_or_nan, per_interval, probe_validity_html,
                      read_histogram, safe_label, validity_html, write_dat)
 
@@ -326,6 +326,7 @@ def build_html(index, page, plots):
 
     w(sweep.report_html(index, page, plots))
     w(scaling.report_html(index, page, plots))
+    w(threads.report_html(index, page))
 
     # ---- efficiency
     w('<h2 id="efficiency">Requests per server CPU-second</h2>')

@@ -8,9 +8,12 @@ facts.json (written by runner.sh, field by field as the run goes):
   server, scenario, kind ("saturation", "probe", "equal-load" or "sweep"), batch, run, repeat,
   sweep (sweep steps: {step, steps, offered_rps, base_rps, fraction_of_base, rates_given}),
   config, host, versions, timestamps{start, end}, clk_tck, failure,
-  phases{probe, sustain}: each {loadgen_json, histogram, cpu: [[clock_s, ticks] x 2],
-      cpustat: [[busy, total, steal] x 2], wall_s, target_rps (sustain), scrapes (sustain:
-      [before, after] file names)},
+  phases{probe, plateau, sustain}: each {loadgen_json, histogram, cpu: [[clock_s, ticks] x 2],
+      cpustat: [[busy, total, steal] x 2], wall_s, connections, tasks{server, loadgen}
+      (runner/proc.sh proc_tree_sample texts x 2: the server's process tree and the load
+      generator's threads; loadgen null with load from other hosts), target_rps (sustain),
+      scrapes (sustain: [before, after] file names)}; plateau is the plateau probe (twice the
+      connections, SPEC.md section 8),
   stop{rss_kb, code, killed, stop_s}.
 With LOADGEN_HOSTS (load from other hosts, runner/remote.sh) also: loadgen_hosts[] (each
 host's facts: destination, hostname, arch, cpu_model, cores, kernel, remote_dir, agent CPUs,
@@ -19,14 +22,14 @@ threads, connections, what was copied), and in each phase start_at_unix_s, clock
 (agent_index, destination, cpu_count, threads, connections, json, hist, log, exit); the
 phase's loadgen_json is then the agents' merge (loadgen merge), whose agents[] gives each
 agent's own CPU, send lag, completions and errors.
-Clock samples are /proc/uptime seconds; ticks are utime+stime of the server process in
-CLK_TCK units; cpustat sums /proc/stat over the server's CPUs.
+Clock samples are /proc/uptime seconds; ticks are utime+stime (+ cutime+cstime) summed over
+the server's process tree in CLK_TCK units; cpustat sums /proc/stat over the server's CPUs.
 """
 import json
 import os
 import statistics
 
-from . import promtext, rules
+from . import promtext, rules, threads
 from .rules import is_num
 
 # The result.json fields in order (SPEC.md section 7 defines each).
@@ -40,6 +43,7 @@ FIELDS = [
     "send_lag_own_max_ms", "requests_waited_for_connection",
     "requests_completed", "measured_window_s", "server_cpu_window_s",
     "server_cpu_pct", "server_cpu_s", "req_per_cpu_sec", "server_rss_mb",
+    "server_threads", "loadgen_threads", "server_processes", "saturated_by",
     "handler_p99_us", "handler_p50_us",
     "server_cpus_busy_pct", "server_cpus_other_pct", "server_cpus_steal_pct",
     "loadgen_cpu_pct", "loadgen_cpu_s", "loadgen_agents", "loadgen_hosts",
@@ -187,9 +191,34 @@ def phase_figures(run_dir, phase, clk_tck, n_srv):
         "latency": lg.get("latency_ms") or {}, "service": lg.get("service_time_ms") or {},
         "latency_p99_intervals": p99_intervals(lg),
         "have_loadgen": bool(lg), "agents": agents_figures(run_dir, phase, lg),
+        "connections": phase.get("connections"),
     }
+    tasks = phase.get("tasks") or {}
+    fig["server_threads"], fig["server_processes"] = threads.figures(tasks.get("server"), clk_tck)
+    fig["loadgen_threads"], _ = threads.figures(tasks.get("loadgen"), clk_tck)
     fig.update(contention(phase, n_srv, cpu_pct))
     return fig
+
+
+def plateau_figures(run_dir, phase, clk, n_srv, n_lg):
+    """The plateau probe's figures (SPEC.md section 8): {connections, rps, requests_completed,
+    latency_p99_ms, server_cpu_pct, loadgen_cpu_pct, errors_total, server_cpus_other_pct,
+    clean, quiet, loadgen_bound (its
+    load generator limited it, judged as a probe), server_threads, loadgen_threads, json,
+    histogram}; the caller adds gain and cpu_gain (against the probe)."""
+    f = phase_figures(run_dir, phase, clk, n_srv)
+    pl = {"connections": f["connections"], "rps": f["achieved_rps"], "requests_completed": f["requests_completed"],
+          "latency_p99_ms": f["latency"].get("p99"), "server_cpu_pct": f["server_cpu_pct"],
+          "loadgen_cpu_pct": f["loadgen_cpu_pct"], "errors": f["errors"], "errors_total": f["errors_total"],
+          "unexpected_status_counts": f["unexpected_status_counts"],
+          "server_threads": f["server_threads"], "loadgen_threads": f["loadgen_threads"],
+          "server_cpus_other_pct": f["server_cpus_other_pct"],
+          "json": phase.get("loadgen_json"), "histogram": phase.get("histogram")}
+    by_ab, _ = rules.saturation(dict(pl, plateau=None), n_srv)
+    pl["clean"] = rules.clean(pl) if f["have_loadgen"] else None
+    pl["quiet"] = rules.quiet(pl, n_srv)
+    pl["loadgen_bound"] = rules.loadgen_bound(pl, n_lg, closed_loop=True, server_saturated=by_ab is not None)
+    return pl
 
 
 def build(run_dir):
@@ -227,9 +256,25 @@ def build(run_dir):
                 "server_cpus_busy_pct": f["server_cpus_busy_pct"],
                 "server_cpus_other_pct": f["server_cpus_other_pct"],
                 "server_cpus_steal_pct": f["server_cpus_steal_pct"],
+                "connections": f["connections"], "server_processes": f["server_processes"],
+                "server_threads": f["server_threads"], "loadgen_threads": f["loadgen_threads"],
                 "json": probe_f.get("loadgen_json"), "histogram": probe_f.get("histogram"),
+                "saturated_by": None, "saturation_reason": None, "plateau": None,
             }
-            sat = rules.saturated(probe, n_srv)
+
+            def role(t):
+                return threads.role(t, cfg, res["server"], t.get("pid"))
+            by, why = rules.saturation(probe, n_srv, role)
+            sat = None if by is None and why is None else by is not None
+            plateau_f = phases.get("plateau")
+            if plateau_f and sat is False:
+                probe["plateau"] = plateau_figures(run_dir, plateau_f, clk, n_srv, n_lg)
+                gain, cpu_gain = rules.plateau_figures(probe)
+                probe["plateau"]["gain"], probe["plateau"]["cpu_gain"] = _round(gain, 4), _round(cpu_gain, 4)
+                by, why = rules.saturation(probe, n_srv, role)
+                sat = by is not None
+            probe["saturated_by"], probe["saturation_reason"] = by, why
+            res["saturated_by"] = by
             if f["agents"]:
                 probe["loadgen_agents"] = rules.judge_agents(f["agents"], closed_loop=True, server_saturated=sat)
                 bound = rules.agents_loadgen_bound(probe["loadgen_agents"])
@@ -265,6 +310,8 @@ def build(run_dir):
                 "errors": f["errors"], "errors_total": f["errors_total"],
                 "status_counts": f["status_counts"], "unexpected_status_counts": f["unexpected_status_counts"],
                 "in_flight_at_end": f["in_flight_at_end"],
+                "server_threads": f["server_threads"], "loadgen_threads": f["loadgen_threads"],
+                "server_processes": f["server_processes"],
             })
             for k in ("send_lag_p50_ms", "send_lag_p99_ms", "send_lag_max_ms", "send_lag_own_p99_ms",
                       "send_lag_own_max_ms", "requests_waited_for_connection",

@@ -6,12 +6,22 @@ Works on result.json documents (dicts); never reads files.
 """
 import math
 
-# A probe saturated the server when its CPU was at least this percent of its CPUs.
+# A probe saturated the server when its CPU was at least this percent of its CPUs (rule a),
 SATURATED_CPU_PCT = 90.0
+# ... or when one server thread used at least this percent of a CPU (rule b: a serial
+# bottleneck; a thread's CPU is read to a tick, 10 ms, so 95% over a 2 s smoke window is
+# 190 of 200 ticks, and a thread that waits for nothing reads 97-100%),
+SERIAL_THREAD_PCT = 95.0
+# ... or by plateau (rule c): a second probe with twice the connections gained less than
+# this fraction of req/s, and the server's CPU rose by less than this fraction either.
+PLATEAU_GAIN = 0.05
 # The load generator is the bottleneck of a phase when its CPU is at least this percent of
 # its CPUs: at 91-99% the corrected latency was measured to equal connections / rate (every
 # connection busy, requests queued inside the load generator), at 83-85% it was not.
 LOADGEN_CPU_PCT = 90.0
+# ... or when one of its threads used at least this percent of a CPU (a thread of the load
+# generator drives its own connections only: at 90% it is where its total would be).
+LOADGEN_THREAD_PCT = 90.0
 # ... or, at a constant rate, when requests left the load generator late on its own account:
 # the 99th percentile of its own send lag (actual write time minus due time, less the time
 # every connection was held by the server) above this bound, in ms.
@@ -45,12 +55,105 @@ def json_null_constant(_name):
     return None
 
 
-def saturated(probe, n_server_cpus):
-    """True when the probe's server CPU reached SATURATED_CPU_PCT of its CPUs (None if unknown)."""
-    cpu = (probe or {}).get("server_cpu_pct")
+def busiest(threads):
+    """The entry of THREADS (a result's server_threads or loadgen_threads: [{tid, name,
+    cpu_pct}]) with the highest cpu_pct, or None when none is known."""
+    known = [t for t in threads or [] if isinstance(t, dict) and is_num(t.get("cpu_pct"))]
+    return max(known, key=lambda t: (t["cpu_pct"], -(t.get("tid") or 0))) if known else None
+
+
+def plateau_figures(probe):
+    """(gain, cpu_gain) of PROBE's plateau probe against it: the relative change of req/s and
+    of the server's CPU with twice the connections; (None, None) when unknown."""
+    pl = (probe or {}).get("plateau") or {}
+    r0, r1 = (probe or {}).get("rps"), pl.get("rps")
+    c0, c1 = (probe or {}).get("server_cpu_pct"), pl.get("server_cpu_pct")
+    gain = r1 / r0 - 1 if is_num(r0) and is_num(r1) and r0 > 0 else None
+    cpu_gain = c1 / c0 - 1 if is_num(c0) and is_num(c1) and c0 > 0 else None
+    return gain, cpu_gain
+
+
+def plateau_usable(probe):
+    """True when PROBE's plateau probe can judge: it ran clean and quiet (others used at most
+    OTHER_LOAD_PCT of each server CPU: a crowded server loses throughput and CPU alike, which
+    is no plateau) and its load generator did not limit it (CPU or a thread at
+    LOADGEN_*_PCT)."""
+    pl = (probe or {}).get("plateau") or {}
+    return (bool(pl) and pl.get("clean") is True and pl.get("loadgen_bound") is False
+            and pl.get("quiet") is not False)
+
+
+def saturation(probe, n_server_cpus, role=None):
+    """(saturated_by, reason) of a probe: ("cpu", why) when the server's CPU reached
+    SATURATED_CPU_PCT of its CPUs (rule a); ("thread", why) when one server thread reached
+    SERIAL_THREAD_PCT of a CPU (rule b, the reason names it and, through ROLE(thread) -> words
+    or None, what it runs); ("plateau", why) when the plateau probe (twice the connections)
+    gained less than PLATEAU_GAIN in req/s and in server CPU (rule c); (None, why not) when
+    none holds; (None, None) when the server's CPU is unknown."""
+    probe = probe or {}
+    cpu = probe.get("server_cpu_pct")
     if not is_num(cpu):
+        return None, None
+    if cpu >= SATURATED_CPU_PCT * n_server_cpus:
+        return "cpu", (f"server CPU {fmt_pct(cpu)} of {n_server_cpus} CPU(s) >= {SATURATED_CPU_PCT:g}% of "
+                       f"{'it' if n_server_cpus == 1 else 'them'}")
+    top = busiest(probe.get("server_threads"))
+    what = ""
+    if top is not None:
+        r = role(top) if role else None
+        what = f"thread {top.get('name')} (tid {top.get('tid')}{', ' + r if r else ''})"
+        if top["cpu_pct"] >= SERIAL_THREAD_PCT:
+            return "thread", (f"{what} at {fmt_pct(top['cpu_pct'])} of a CPU >= {SERIAL_THREAD_PCT:g}%: a serial "
+                              f"bottleneck (server CPU {fmt_pct(cpu)} of {n_server_cpus} CPU(s))")
+    busy = f"server CPU {fmt_pct(cpu)} of {n_server_cpus} CPU(s), below {SATURATED_CPU_PCT:g}%" + (
+        f"; busiest {what} at {fmt_pct(top['cpu_pct'])}, below {SERIAL_THREAD_PCT:g}%" if top else "")
+    pl = probe.get("plateau")
+    if not pl:
+        return None, busy
+    gain, cpu_gain = plateau_figures(probe)
+    twice = f"{pl.get('connections') or '2x'} connections"
+    if not plateau_usable(probe):
+        why = ("the load generator limited it" if pl.get("loadgen_bound") else
+               "it had errors" if pl.get("clean") is False else
+               f"others used the server CPUs ({fmt_pct(pl.get('server_cpus_other_pct'))} not the server)"
+               if pl.get("quiet") is False else "its figures are unknown")
+        return None, f"{busy}; the plateau probe with {twice} cannot judge: {why}"
+    if gain is None or cpu_gain is None:
+        return None, f"{busy}; the plateau probe with {twice} has no figure"
+    moved = f"{twice} gave {gain:+.1%} req/s and {cpu_gain:+.1%} server CPU"
+    if gain < PLATEAU_GAIN and cpu_gain < PLATEAU_GAIN:
+        return "plateau", (f"plateau: {moved} (both under +{PLATEAU_GAIN:.0%}): more load found no more capacity, "
+                           f"a lock or a serial section that sleeps ({busy})")
+    return None, f"{busy}; {moved}: it was still rising"
+
+
+def saturated(probe, n_server_cpus):
+    """True when the probe saturated the server by any rule of saturation() (total CPU, one
+    thread, plateau); False when none holds; None when its CPU is unknown."""
+    by, why = saturation(probe, n_server_cpus)
+    if by is None and why is None:
         return None
-    return cpu >= SATURATED_CPU_PCT * n_server_cpus
+    return by is not None
+
+
+def plateau_needed(probe, n_server_cpus):
+    """True when a probe (with N_SERVER_CPUS) calls for the plateau probe: its CPU is known,
+    neither rule a nor b holds, its load generator did not limit it, it had no errors, others
+    did not crowd the server CPUs (quiet), it completed requests, and it has no plateau
+    probe yet."""
+    if not probe or probe.get("plateau"):
+        return False
+    val = probe.get("validity") or {}
+    by, why = saturation(probe, n_server_cpus)
+    return (by is None and why is not None and val.get("loadgen_bound") is False and val.get("clean") is True
+            and val.get("quiet") is not False and is_num(probe.get("rps")) and probe["rps"] > 0)
+
+
+def loadgen_thread_bound(phase):
+    """The load generator thread of PHASE (loadgen_threads) at LOADGEN_THREAD_PCT of a CPU or
+    more (the busiest), else None."""
+    top = busiest(phase.get("loadgen_threads"))
+    return top if top is not None and top["cpu_pct"] >= LOADGEN_THREAD_PCT else None
 
 
 def loadgen_bound(phase, n_loadgen_cpus, closed_loop, server_saturated=None):
@@ -59,14 +162,15 @@ def loadgen_bound(phase, n_loadgen_cpus, closed_loop, server_saturated=None):
     requests_waited_for_connection).
 
     Closed loop (the probe): the load generator set the rate when its CPU reached
-    LOADGEN_CPU_PCT while the server was not saturated. Constant rate: when its CPU reached
+    LOADGEN_CPU_PCT of its CPUs, or one of its threads (loadgen_threads) LOADGEN_THREAD_PCT of
+    a CPU, while the server was not saturated. Constant rate: when its CPU reached
     LOADGEN_CPU_PCT (it could not keep up with its own schedule), or when its own send lag
     p99 exceeded SEND_LAG_P99_MS and OWN_LAG_SHARE of the lag (see lag_bound). None when
     unknown."""
     cpu = phase.get("loadgen_cpu_pct")
     if not is_num(cpu):
         return None
-    cpu_bound = cpu >= LOADGEN_CPU_PCT * n_loadgen_cpus
+    cpu_bound = cpu >= LOADGEN_CPU_PCT * n_loadgen_cpus or loadgen_thread_bound(phase) is not None
     if closed_loop:
         return cpu_bound and server_saturated is False
     return cpu_bound or lag_bound(phase)
@@ -168,6 +272,13 @@ def clean(phase):
     return total == 0 and unexpected == 0
 
 
+def loadgen_thread_words(phase):
+    """', thread lg-0 at 97.0% of a CPU' when a load generator thread reached
+    LOADGEN_THREAD_PCT in PHASE, else ''."""
+    top = loadgen_thread_bound(phase)
+    return "" if top is None else f", its thread {top.get('name')} at {fmt_pct(top['cpu_pct'])} of a CPU"
+
+
 def fmt_pct(v):
     return "n/a" if not is_num(v) else f"{v:.1f}%"
 
@@ -192,12 +303,13 @@ def probe_problems(run):
                     f"{fmt_pct(probe.get('server_cpu_pct'))} of {n_srv})"))
     elif val.get("loadgen_bound"):
         out.append(("loadgen-bound", f"the load generator saturated first in the probe (loadgen CPU "
-                    f"{fmt_pct(probe.get('loadgen_cpu_pct'))} of {n_lg} CPU(s), server CPU "
-                    f"{fmt_pct(probe.get('server_cpu_pct'))} of {n_srv})"))
+                    f"{fmt_pct(probe.get('loadgen_cpu_pct'))} of {n_lg} CPU(s){loadgen_thread_words(probe)}, "
+                    f"server CPU {fmt_pct(probe.get('server_cpu_pct'))} of {n_srv})"))
     elif val.get("saturated") is False:
-        out.append(("not saturated", f"the probe did not saturate the server (server CPU "
-                    f"{fmt_pct(probe.get('server_cpu_pct'))} of {n_srv} CPU(s), below "
-                    f"{SATURATED_CPU_PCT:g}%)"))
+        _, why = saturation(probe, n_srv)
+        out.append(("not saturated", f"the probe did not saturate the server ("
+                    + (why or f"server CPU {fmt_pct(probe.get('server_cpu_pct'))} of {n_srv} CPU(s), below "
+                       f"{SATURATED_CPU_PCT:g}%") + ")"))
     if val.get("clean") is False:
         out.append(("errors", f"{probe.get('errors_total', '?')} errors in the probe"))
     if val.get("quiet") is False:
@@ -227,6 +339,9 @@ def sustain_problems(run):
         why = []
         if is_num(run.get("loadgen_cpu_pct")) and run["loadgen_cpu_pct"] >= LOADGEN_CPU_PCT * n_lg:
             why.append(f"loadgen CPU {fmt_pct(run['loadgen_cpu_pct'])} of {n_lg} CPU(s)")
+        top = loadgen_thread_bound(run)
+        if top is not None:
+            why.append(f"loadgen thread {top.get('name')} at {fmt_pct(top['cpu_pct'])} of a CPU")
         if lag_bound(run):
             why.append(lag_reason(run))
         out.append(("loadgen-bound", "the load generator could not keep its schedule ("

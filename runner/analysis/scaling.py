@@ -7,12 +7,10 @@ topology for a run's config. Never runs a benchmark.
 """
 import os
 
-from . import batch
+from . import batch, cpuplan
 from .render import esc, gnuplot, num_or_nan, safe_label, write_dat
 from .rules import is_num
 
-# The load generator needs at least this many CPUs of its own beside the server's.
-MIN_LOADGEN_CPUS = 1
 SERVERS = ("actor-server", "async-server")  # the binaries; runs name actor-mem, async-sqlite, ...
 
 
@@ -66,19 +64,17 @@ def cpu_list(cpus):
     return ",".join(out)
 
 
-def plan(counts, cpus):
-    """For each requested server CPU count: ('run', n, server_cpus, loadgen_cpus) with the
-    first n CPUs of the mask for the server and the rest for the load generator, or
-    ('skip', n, reason) when fewer than n + MIN_LOADGEN_CPUS CPUs are available."""
-    cpus = sorted(set(cpus))
+def plan(counts, cpus, root=None, smt=None):
+    """For each requested server CPU count: ('run', n, server_cpus, loadgen_cpus) as the CPU
+    planner places them on the mask CPUS with the topology under ROOT (cpuplan: never a core
+    on both sides, the server in as few L3 domains and nodes as possible, the load generator
+    its measured share of cores), or ('skip', n, reason) when the mask cannot give n with a
+    core left for the load generator. ROOT defaults to /sys/devices/system/cpu, SMT to
+    cpuplan's default policy."""
+    topo = cpuplan.Topology(root or cpuplan.DEFAULT_ROOT, sorted(set(cpus)))
     out = []
-    for n in sorted(set(counts)):
-        if n + MIN_LOADGEN_CPUS > len(cpus):
-            out.append(("skip", n, "%d server CPU%s need %d CPUs with the load generator's disjoint, "
-                        "the host gives %d (%s)" % (n, "" if n == 1 else "s", n + MIN_LOADGEN_CPUS,
-                                                    len(cpus), cpu_list(cpus) or "none")))
-        else:
-            out.append(("run", n, cpu_list(cpus[:n]), cpu_list(cpus[n:])))
+    for what, n, x in cpuplan.scaling(topo, counts, smt or cpuplan.DEFAULT_SMT):
+        out.append(("skip", n, x) if what == "skip" else ("run", n, x["server_cpus"], x["loadgen_cpus"]))
     return out
 
 
@@ -121,8 +117,12 @@ def markdown_lines(index):
 
 
 def _server_cpus(run):
+    """The run's server CPU count (its threads for results written before it was recorded:
+    the two were equal until SERVER_THREADS could oversubscribe)."""
     cfg = run.get("config") or {}
-    n = cfg.get("server_threads")
+    n = cfg.get("server_cpu_count")
+    if not is_num(n):
+        n = cfg.get("server_threads")
     return int(n) if is_num(n) else None
 
 

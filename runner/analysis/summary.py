@@ -9,7 +9,7 @@ import datetime
 import json
 import os
 
-from . import batch, rules, scaling, stats, sweep, verdict
+from . import batch, rules, scaling, stats, sweep, threads, verdict
 from .fmt import LOADGEN_MARK, known, num, pct, with_unit
 from .rules import is_num
 
@@ -19,7 +19,7 @@ BRIEF = ["run", "server", "scenario", "kind", "repeat", "failure", "saturation_r
          "latency_max_ms", "server_cpu_pct", "req_per_cpu_sec", "server_rss_mb", "handler_p99_us",
          "loadgen_cpu_pct", "send_lag_p99_ms", "send_lag_own_p99_ms", "requests_waited_for_connection",
          "server_cpus_busy_pct", "server_cpus_other_pct", "server_cpus_steal_pct", "errors_total",
-         "server_threads", "loadgen_threads", "validity", "flags", "problems"]
+         "server_threads", "loadgen_threads", "server_processes", "saturated_by", "validity", "flags", "problems"]
 HANDLER_SPAN = ("handler p99 is each server's own span from a parsed request to its rendered response: for "
                 "actor-server it includes every mailbox hop (router, middleware and store actors), for "
                 "async-server it is one function call; it says where a server spends its time, and is not "
@@ -33,7 +33,8 @@ def brief(run):
     out = {k: run.get(k) for k in BRIEF}
     probe = run.get("probe") or {}
     out["probe"] = {k: probe.get(k) for k in ("rps", "server_cpu_pct", "loadgen_cpu_pct", "req_per_cpu_sec",
-                                              "server_threads", "loadgen_threads", "validity")} if probe else None
+                                              "server_threads", "loadgen_threads", "saturated_by",
+                                              "saturation_reason", "validity")} if probe else None
     out["round"] = batch.round_of(run)
     out["latency_by_loadgen"] = bool((run.get("validity") or {}).get("sustain_loadgen_bound"))
     iv = run.get("latency_p99_intervals")
@@ -156,7 +157,7 @@ def build_index(batch_dir, target=None, generated=None):
     cfg_keys = ("mode", "server_cpus", "loadgen_cpus", "server_cpu_count", "loadgen_cpu_count", "cpus_disjoint",
                 "server_threads", "actor_workers", "group_commit", "wrk_conns", "wrk_threads", "loadgen_tick_us",
                 "probe_warmup_sec", "probe_sec", "warmup_sec", "measure_sec", "sat_ratio", "seed_users",
-                "server_addr", "loadgen_hosts", "agent_cpus", "max_start_skew_ms", "cpu_plan")
+                "server_addr", "loadgen_hosts", "agent_cpus", "max_start_skew_ms", "cpu_plan", "oversubscribed")
     return {
         "schema": SCHEMA, "batch": b.name,
         "generated": generated or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -180,7 +181,9 @@ def build_index(batch_dir, target=None, generated=None):
                        "send_lag_p99_ms": rules.SEND_LAG_P99_MS, "own_lag_share": rules.OWN_LAG_SHARE,
                        "waited_fraction": rules.WAITED_FRACTION,
                        "other_load_pct": rules.OTHER_LOAD_PCT, "rate_held_fraction": rules.RATE_HELD_FRACTION,
-                       "min_pairs_for_interval": verdict.MIN_PAIRS},
+                       "min_pairs_for_interval": verdict.MIN_PAIRS,
+                       "serial_thread_pct": rules.SERIAL_THREAD_PCT, "plateau_gain": rules.PLATEAU_GAIN,
+                       "loadgen_thread_pct": rules.LOADGEN_THREAD_PCT},
         "verdict": v, "comparisons": comparisons,
         "league": league(b, comparisons, selection) or None,
         "reruns": m.get("reruns") or [],
@@ -319,6 +322,11 @@ def render_markdown(index):
     for c in index["comparisons"]:
         why = "; ".join(c.get("errors") or c.get("reasons") or ([c["basis_reason"]] if c.get("basis_reason") else [])) \
             or "all pairs valid"
+        sb = c.get("saturated_by") or {}
+        past_one = [f"{sb[k]} probes saturated by {k} ({sb.get(k + '_reason')})" for k in ("thread", "plateau")
+                    if sb.get(k)]
+        if past_one:
+            why += "; " + "; ".join(past_one)
         if c.get("remedies") and c["verdict"] != "PASS":
             why += ". Remedy: " + "; ".join(c["remedies"])
         w(f"| {c['scenario']} | {c['candidate']} / {c['baseline']} | "
@@ -414,6 +422,7 @@ def render_markdown(index):
                   f"{row['verdict'] or '-'} |")
     out.extend(sweep.markdown_lines(index))
     out.extend(scaling.markdown_lines(index))
+    out.extend(threads.markdown_lines(index))
     if index.get("failures"):
         w("")
         w("## Failures")

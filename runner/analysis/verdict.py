@@ -140,6 +140,23 @@ def _remedies(runs):
     return out
 
 
+def saturated_by(cand_probes, base_probes, rounds):
+    """How the probes of the used ROUNDS saturated their server (SPEC.md section 8): {"cpu": n,
+    "thread": n, "plateau": n} and, for the rules past one CPU, the first reason of each
+    ({"thread_reason", "plateau_reason"}): a serial bottleneck or a plateau is the
+    architecture's capacity, and the verdict says so."""
+    out = {"cpu": 0, "thread": 0, "plateau": 0}
+    for runs in (cand_probes, base_probes):
+        for rnd in rounds:
+            probe = (runs.get(rnd) or {}).get("probe") or {}
+            by = probe.get("saturated_by") or "cpu"
+            if by in out:
+                out[by] += 1
+                if by != "cpu" and probe.get("saturation_reason"):
+                    out.setdefault(f"{by}_reason", probe["saturation_reason"])
+    return out
+
+
 # ---- one comparison -------------------------------------------------------------------------
 
 def decide(scenario, candidate, baseline, cand_probes, base_probes, cand_equal, base_equal, target,
@@ -192,6 +209,8 @@ def decide(scenario, candidate, baseline, cand_probes, base_probes, cand_equal, 
                 "ci_high": fig["ci_high"], "pair_ratios": fig["pair_ratios"], "pair_rounds": fig["pair_rounds"],
                 "ratio_min": fig["ratio_min"], "ratio_max": fig["ratio_max"], "pairs_used": fig["pairs_used"],
                 "pairs_total": fig["pairs_total"], "excluded_pairs": fig["excluded"]})
+    if basis == "saturation_rps":
+        out["saturated_by"] = saturated_by(cand_probes, base_probes, fig["pair_rounds"])
     lo, hi = fig["ci_low_exact"], fig["ci_high_exact"]
     if lo >= target:
         out["verdict"] = "PASS"
