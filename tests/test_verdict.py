@@ -254,6 +254,24 @@ class TestOverall(Base):
             self.assertIn(words, self.md(b))
 
 
+class TestSaturatedBy(Base):
+    def test_a_serial_bottleneck_is_named_in_the_comparison(self):
+        b = self.batch()
+        b.scenario("s1", [60000, 62000, 61000], [100000] * 3, eq=(1e5, 1e5))
+        b.scenario("s2", [90000] * 3, [100000] * 3, eq=(1e5, 1e5))
+        path = os.path.join(b.dir, "actor-mem-s1-probe2", "result.json")
+        with open(path, encoding="utf-8") as fh:
+            doc = json.load(fh)
+        doc["probe"]["saturated_by"] = "thread"
+        doc["probe"]["saturation_reason"] = "io-0 at 99.0% of a CPU (I/O loop 0, which also runs the store actor)"
+        with open(path, "w", encoding="utf-8") as fh:
+            json.dump(doc, fh)
+        idx = b.summarize()
+        sb = scen(idx, "s1")["saturated_by"]
+        self.assertEqual((sb["cpu"], sb["thread"], sb["plateau"]), (5, 1, 0))
+        self.assertIn("1 probe saturated by thread (io-0 at 99.0% of a CPU", self.md(b))
+
+
 class TestNames(Base):
     def test_one_name_per_figure_in_summary(self):
         b = self.batch()

@@ -13,6 +13,7 @@ import subprocess
 import sys
 
 from . import rules, scaling, sweep, threads
+from .fmt import plural
 from .render import (Page, Svgs, esc, get_path, gnuplot, num_or_nan, per_interval, probe_validity_html,
                      read_histogram, safe_label, validity_html, write_dat)
 
@@ -151,6 +152,9 @@ def _why(c):
     parts += [esc(r) for r in c.get("reasons") or []]
     if not parts and c.get("basis_reason"):
         parts.append(esc(c["basis_reason"]))
+    sb = c.get("saturated_by") or {}
+    parts += [esc(f"{plural(sb[k], 'probe')} saturated by {k} ({sb.get(k + '_reason')})") for k in ("thread", "plateau")
+              if sb.get(k)]
     if c.get("remedies") and c.get("verdict") != "PASS":
         parts.append("<strong>Remedy:</strong> " + esc("; ".join(c["remedies"])))
     return "<br>".join(parts) or "all pairs valid"

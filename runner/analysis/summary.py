@@ -10,7 +10,7 @@ import json
 import os
 
 from . import batch, rules, scaling, stats, sweep, threads, verdict
-from .fmt import LOADGEN_MARK, known, num, pct, with_unit
+from .fmt import LOADGEN_MARK, known, num, pct, plural, with_unit
 from .rules import is_num
 
 SCHEMA = 3
@@ -323,7 +323,7 @@ def render_markdown(index):
         why = "; ".join(c.get("errors") or c.get("reasons") or ([c["basis_reason"]] if c.get("basis_reason") else [])) \
             or "all pairs valid"
         sb = c.get("saturated_by") or {}
-        past_one = [f"{sb[k]} probes saturated by {k} ({sb.get(k + '_reason')})" for k in ("thread", "plateau")
+        past_one = [f"{plural(sb[k], 'probe')} saturated by {k} ({sb.get(k + '_reason')})" for k in ("thread", "plateau")
                     if sb.get(k)]
         if past_one:
             why += "; " + "; ".join(past_one)
