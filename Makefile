@@ -38,6 +38,14 @@ endif
 endif
 DEPFLAGS = -MMD -MP
 
+# The commit the binaries are built from, for the servers' --version (common/options.c);
+# "-dirty" when tracked files differ from it. $(BUILD)/git-commit changes only when the
+# commit does, and options.o depends on it, so a new commit rebuilds that one object.
+GIT_COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null)
+ifneq ($(GIT_COMMIT),)
+GIT_COMMIT := $(GIT_COMMIT)$(shell git diff --quiet HEAD -- 2>/dev/null || echo -dirty)
+endif
+
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CFLAGS  += $(PKG_CFLAGS)
@@ -96,6 +104,14 @@ deps:
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
+
+$(BUILD)/obj/common/options.o: CFLAGS += -DBUILD_GIT_COMMIT='"$(GIT_COMMIT)"'
+$(BUILD)/obj/common/options.o: $(BUILD)/git-commit
+$(BUILD)/git-commit: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(GIT_COMMIT)' | cmp -s - $@ 2>/dev/null || echo '$(GIT_COMMIT)' > $@
+.PHONY: FORCE
+FORCE:
 
 $(LIBCOMMON): $(COMMON_OBJ) $(LLHTTP_OBJ)
 	@rm -f $@
