@@ -413,7 +413,8 @@ static void conn_feed(struct conn *c, const char *data, size_t len)
     if (rc == 1 && !c->close_after_flush && !c->closed && !c->peer_eof) {
         /* paused (pipeline cap or unread output): keep the rest, stop reading */
         if (used < len) {
-            if (data >= c->pending_in.data && data < c->pending_in.data + c->pending_in.len) {
+            if (c->pending_in.len > 0 && data >= c->pending_in.data &&
+                data < c->pending_in.data + c->pending_in.len) {
                 memmove(c->pending_in.data, data + used, len - used);
                 c->pending_in.len = len - used;
             } else {
