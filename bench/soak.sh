@@ -19,7 +19,8 @@ CONNECTIONS=${CONNECTIONS:-64}
 SERVER_CPU=${SERVER_CPU:-0}
 LOADGEN_CPU=${LOADGEN_CPU:-1}
 MIX=${MIX:-loadgen-scripts/s3_mixed.mix}
-USER_BYTES=${USER_BYTES:-208}          # sizeof(struct user) (common/store.h), per 201
+USER_BYTES=${USER_BYTES:-48}           # memory store bytes per 201: a 16-byte slot plus the
+                                       # mix's name and email (lg-<seq>, lg-<seq>@example.com)
 RSS_BOUND_KIB=${RSS_BOUND_KIB:-2048}   # allowed rise of RSS less the store after warm-up
 OUT_DIR=${OUT_DIR:-$BUILD/bench/soak}
 
@@ -102,7 +103,8 @@ for server in $SERVERS; do
     next=$((t0 + SAMPLE_S))
     while kill -0 "$lpid" 2>/dev/null; do
         now=$(date +%s)
-        if [ "$now" -ge "$next" ]; then
+        # inside the window only (its end closes the load generator's connections)
+        if [ "$now" -ge "$next" ] && [ $((now - t0)) -lt "$DURATION_S" ]; then
             rss=$(awk '/^VmRSS:/ {print $2}' "/proc/$spid/status")
             fds=$(find "/proc/$spid/fd" -mindepth 1 -maxdepth 1 | wc -l)
             printf '%d\t%d\t%d\n' $((now - t0)) "$rss" "$fds" >>"$samples"
