@@ -19,8 +19,10 @@ CONNECTIONS=${CONNECTIONS:-64}
 SERVER_CPU=${SERVER_CPU:-0}
 LOADGEN_CPU=${LOADGEN_CPU:-1}
 MIX=${MIX:-loadgen-scripts/s3_mixed.mix}
-USER_BYTES=${USER_BYTES:-48}           # memory store bytes per 201: a 16-byte slot plus the
-                                       # mix's name and email (lg-<seq>, lg-<seq>@example.com)
+USER_BYTES=${USER_BYTES:-s3}           # memory store bytes per 201: s3 = a 16-byte slot plus
+                                       # the s3 mix's lg-<seq> and lg-<seq>@example.com, i.e.
+                                       # 34 + 2 x the digits of {seq}; or a fixed number
+ANALYZE_ONLY=${ANALYZE_ONLY:-0}        # 1: only redo the checks on OUT_DIR's last run
 RSS_BOUND_KIB=${RSS_BOUND_KIB:-2048}   # allowed rise of RSS less the store after warm-up
 OUT_DIR=${OUT_DIR:-$BUILD/bench/soak}
 
@@ -32,19 +34,25 @@ usage() {
     cat <<EOF
 usage: bench/soak.sh [--help]
 Each of SERVERS under MIX at LOAD_PCT% of its closed-loop saturation for DURATION_S,
-sampled every SAMPLE_S: RSS (KiB) less the store's growth (201s x USER_BYTES) must not
-rise more than RSS_BOUND_KIB after WARMUP_S, open descriptors must not grow, and the
-load generator must see no error. Results: OUT_DIR/soak-<server>.json; a summary on
-stderr. Run under the CPU lock: flock /tmp/cpu.lock bench/soak.sh
+sampled every SAMPLE_S: RSS (KiB) less the store's growth (each 201 adds a user:
+USER_BYTES=s3 counts 34 + 2 x the digits of its {seq}, which grows with the request
+count) must not rise more than RSS_BOUND_KIB after WARMUP_S, open descriptors must not
+grow, and the load generator must see no error. Results: OUT_DIR/soak-<server>.json; a
+summary on stderr. ANALYZE_ONLY=1 redoes the checks on OUT_DIR's last run. Run under the
+CPU lock: flock /tmp/cpu.lock bench/soak.sh
 Environment: BUILD=$BUILD SERVERS="$SERVERS" DURATION_S=$DURATION_S SAMPLE_S=$SAMPLE_S
   WARMUP_S=$WARMUP_S SAT_S=$SAT_S LOAD_PCT=$LOAD_PCT CONNECTIONS=$CONNECTIONS
   SERVER_CPU=$SERVER_CPU LOADGEN_CPU=$LOADGEN_CPU MIX=$MIX USER_BYTES=$USER_BYTES
-  RSS_BOUND_KIB=$RSS_BOUND_KIB OUT_DIR=$OUT_DIR
+  RSS_BOUND_KIB=$RSS_BOUND_KIB OUT_DIR=$OUT_DIR ANALYZE_ONLY=$ANALYZE_ONLY
 EOF
 }
 bench_help_only "$@"
 
-for v in DURATION_S SAMPLE_S WARMUP_S SAT_S LOAD_PCT CONNECTIONS USER_BYTES RSS_BOUND_KIB; do
+if [ "$USER_BYTES" != s3 ] && ! [[ $USER_BYTES =~ ^[1-9][0-9]*$ ]]; then
+    echo "soak.sh: USER_BYTES must be s3 or a positive integer, got '$USER_BYTES'" >&2
+    exit 2
+fi
+for v in DURATION_S SAMPLE_S WARMUP_S SAT_S LOAD_PCT CONNECTIONS RSS_BOUND_KIB; do
     if ! [[ ${!v} =~ ^[1-9][0-9]*$ ]]; then
         echo "soak.sh: $v must be a positive integer, got '${!v}'" >&2
         exit 2
@@ -69,6 +77,86 @@ trap cleanup EXIT
 
 failed=0
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+
+# analyze SERVER SATURATION RATE: the checks on OUT_DIR's files of SERVER's run; writes
+# OUT_DIR/soak-SERVER.json, a summary line on stderr; returns 1 when a check fails.
+analyze() {
+    python3 - "$1" "$OUT_DIR" "$OUT_DIR/samples-$1.tsv" "$USER_BYTES" "$WARMUP_S" \
+        "$RSS_BOUND_KIB" "$2" "$3" "$commit" <<'EOF'
+import json, socket, sys, time
+server, out_dir, samples, user_bytes, warmup_s, bound_kib, sat, rate, commit = sys.argv[1:]
+warmup_s, bound_kib = int(warmup_s), int(bound_kib)
+load = json.load(open("%s/load-%s.json" % (out_dir, server)))
+rows = [l.split("\t") for l in open(samples).read().splitlines()[1:]]
+rows = [(int(t), int(r), int(f)) for t, r, f in rows]
+created = load.get("status_counts", {}).get("201", 0)
+dur = load["elapsed_s"]
+iv = load.get("latency_intervals") or {}
+p99s = iv.get("p99_ms") or []
+step = iv.get("interval_s") or 0
+per_s = created / dur  # POSTs arrive at a constant rate
+achieved = load["achieved_rps"]
+
+
+def store_kib(t):
+    """The store's growth by t: each created user costs a fixed USER_BYTES, or (s3) a
+    16-byte slot plus lg-<seq> and lg-<seq>@example.com, seq being the request count."""
+    if user_bytes != "s3":
+        return per_s * min(t, dur) * int(user_bytes) / 1024
+    total = 0.0
+    for k in range(int(min(t, dur))):
+        seq = int(achieved * (k + 0.5)) + 1
+        total += per_s * (34 + 2 * len(str(seq)))
+    return total / 1024
+
+
+out = []
+for t, rss, fds in rows:
+    k = int(t / step) - 1 if step else -1
+    p99 = p99s[k] if 0 <= k < len(p99s) else None
+    out.append({"t_s": t, "rss_kib": rss, "rss_less_store_kib": round(rss - store_kib(t)),
+                "fds": fds, "p99_ms": p99})
+after = [s for s in out if s["t_s"] >= warmup_s]
+base = after[0]["rss_less_store_kib"] if after else None
+rise = max(s["rss_less_store_kib"] for s in after) - base if after else None
+fd_span = (max(s["fds"] for s in after) - min(s["fds"] for s in after)) if after else None
+errors = load.get("errors_total", 0) + sum((load.get("unexpected_status_counts") or {}).values())
+not_sent = load.get("requests_not_sent") or 0
+ok_rss = rise is not None and rise <= bound_kib
+ok_fds = fd_span == 0
+ok_err = errors == 0
+res = {"server": server, "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+       "host": socket.gethostname(), "commit": commit, "saturation_rps": float(sat),
+       "rate_rps": float(rate), "achieved_rps": load["achieved_rps"], "elapsed_s": dur,
+       "users_created": created, "user_bytes": user_bytes, "rss_bound_kib": bound_kib,
+       "warmup_s": warmup_s,
+       "rss_rise_after_warmup_kib": rise, "fd_span_after_warmup": fd_span,
+       "errors": errors, "requests_not_sent": not_sent,
+       "p99_ms_max": max((p for p in p99s if p is not None), default=None),
+       "checks": {"rss_flat": ok_rss, "fds_flat": ok_fds, "no_errors": ok_err},
+       "samples": out}
+json.dump(res, open("%s/soak-%s.json" % (out_dir, server), "w"), indent=1)
+first, last = (after[0], after[-1]) if after else ({}, {})
+sys.stderr.write(
+    "soak.sh: %s: %.0f req/s for %.0f s, %d users created; RSS %s -> %s KiB (less the store: "
+    "%s -> %s, rise %s KiB, bound %d): %s; fds %s..%s: %s; errors %d, not sent %d: %s; "
+    "p99 max %s ms\n" % (server, load["achieved_rps"], dur, created, first.get("rss_kib"),
+    last.get("rss_kib"), first.get("rss_less_store_kib"), last.get("rss_less_store_kib"), rise,
+    bound_kib, "flat" if ok_rss else "GROWS", min(s["fds"] for s in after) if after else "?",
+    max(s["fds"] for s in after) if after else "?", "flat" if ok_fds else "GROW", errors,
+    not_sent, "none" if ok_err else "ERRORS", res["p99_ms_max"]))
+sys.exit(0 if ok_rss and ok_fds and ok_err else 1)
+EOF
+}
+
+if [ "$ANALYZE_ONLY" = 1 ]; then
+    for server in $SERVERS; do
+        read -r commit sat rate < <(python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))
+print(d["commit"], d["saturation_rps"], d["rate_rps"])' "$OUT_DIR/soak-$server.json")
+        analyze "$server" "$sat" "$rate" || failed=1
+    done
+    exit "$failed"
+fi
 echo "soak.sh: $(date -u +%Y-%m-%dT%H:%M:%SZ), host $(hostname), $(nproc) cores, commit" \
      "$commit; $DURATION_S s per server at $LOAD_PCT% of saturation, samples every" \
      "$SAMPLE_S s" >&2
@@ -116,58 +204,6 @@ for server in $SERVERS; do
     bench_stop "$spid"
     pids=()
 
-    if ! python3 - "$server" "$OUT_DIR" "$samples" "$USER_BYTES" "$WARMUP_S" \
-        "$RSS_BOUND_KIB" "$sat" "$rate" "$commit" <<'EOF'
-import json, socket, sys, time
-server, out_dir, samples, user_bytes, warmup_s, bound_kib, sat, rate, commit = sys.argv[1:]
-user_bytes, warmup_s, bound_kib = int(user_bytes), int(warmup_s), int(bound_kib)
-load = json.load(open("%s/load-%s.json" % (out_dir, server)))
-rows = [l.split("\t") for l in open(samples).read().splitlines()[1:]]
-rows = [(int(t), int(r), int(f)) for t, r, f in rows]
-created = load.get("status_counts", {}).get("201", 0)
-dur = load["elapsed_s"]
-iv = load.get("latency_intervals") or {}
-p99s = iv.get("p99_ms") or []
-step = iv.get("interval_s") or 0
-out = []
-for t, rss, fds in rows:
-    users = created * min(t, dur) / dur  # POSTs arrive at a constant rate
-    k = int(t / step) - 1 if step else -1
-    p99 = p99s[k] if 0 <= k < len(p99s) else None
-    out.append({"t_s": t, "rss_kib": rss, "rss_less_store_kib": round(rss - users * user_bytes / 1024),
-                "fds": fds, "p99_ms": p99})
-after = [s for s in out if s["t_s"] >= warmup_s]
-base = after[0]["rss_less_store_kib"] if after else None
-rise = max(s["rss_less_store_kib"] for s in after) - base if after else None
-fd_span = (max(s["fds"] for s in after) - min(s["fds"] for s in after)) if after else None
-errors = load.get("errors_total", 0) + sum((load.get("unexpected_status_counts") or {}).values())
-not_sent = load.get("requests_not_sent") or 0
-ok_rss = rise is not None and rise <= bound_kib
-ok_fds = fd_span == 0
-ok_err = errors == 0
-res = {"server": server, "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-       "host": socket.gethostname(), "commit": commit, "saturation_rps": float(sat),
-       "rate_rps": float(rate), "achieved_rps": load["achieved_rps"], "elapsed_s": dur,
-       "users_created": created, "rss_bound_kib": bound_kib, "warmup_s": warmup_s,
-       "rss_rise_after_warmup_kib": rise, "fd_span_after_warmup": fd_span,
-       "errors": errors, "requests_not_sent": not_sent,
-       "p99_ms_max": max((p for p in p99s if p is not None), default=None),
-       "checks": {"rss_flat": ok_rss, "fds_flat": ok_fds, "no_errors": ok_err},
-       "samples": out}
-json.dump(res, open("%s/soak-%s.json" % (out_dir, server), "w"), indent=1)
-first, last = (after[0], after[-1]) if after else ({}, {})
-sys.stderr.write(
-    "soak.sh: %s: %.0f req/s for %.0f s, %d users created; RSS %s -> %s KiB (less the store: "
-    "%s -> %s, rise %s KiB, bound %d): %s; fds %s..%s: %s; errors %d, not sent %d: %s; "
-    "p99 max %s ms\n" % (server, load["achieved_rps"], dur, created, first.get("rss_kib"),
-    last.get("rss_kib"), first.get("rss_less_store_kib"), last.get("rss_less_store_kib"), rise,
-    bound_kib, "flat" if ok_rss else "GROWS", min(s["fds"] for s in after) if after else "?",
-    max(s["fds"] for s in after) if after else "?", "flat" if ok_fds else "GROW", errors,
-    not_sent, "none" if ok_err else "ERRORS", res["p99_ms_max"]))
-sys.exit(0 if ok_rss and ok_fds and ok_err else 1)
-EOF
-    then
-        failed=1
-    fi
+    analyze "$server" "$sat" "$rate" || failed=1
 done
 exit "$failed"
