@@ -39,6 +39,14 @@ endif
 endif
 DEPFLAGS = -MMD -MP
 
+# The commit the binaries are built from, for the servers' --version (common/options.c);
+# "-dirty" when tracked files differ from it. $(BUILD)/git-commit changes only when the
+# commit does, and options.o depends on it, so a new commit rebuilds that one object.
+GIT_COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null)
+ifneq ($(GIT_COMMIT),)
+GIT_COMMIT := $(GIT_COMMIT)$(shell git diff --quiet HEAD -- 2>/dev/null || echo -dirty)
+endif
+
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CFLAGS  += $(PKG_CFLAGS)
@@ -93,6 +101,14 @@ deps:
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
+
+$(BUILD)/obj/common/options.o: CFLAGS += -DBUILD_GIT_COMMIT='"$(GIT_COMMIT)"'
+$(BUILD)/obj/common/options.o: $(BUILD)/git-commit
+$(BUILD)/git-commit: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(GIT_COMMIT)' | cmp -s - $@ 2>/dev/null || echo '$(GIT_COMMIT)' > $@
+.PHONY: FORCE
+FORCE:
 
 $(LIBCOMMON): $(COMMON_OBJ) $(LLHTTP_OBJ)
 	@rm -f $@
@@ -173,34 +189,46 @@ bench-instr: $(BUILD)/async-server $(BUILD)/actor-server
 	@BUILD=$(BUILD) bench/instr-per-req.sh $(BENCH_ARGS)
 # ---- end bench ----
 
-# ---- fuzzing (issue 7; tests/fuzz/) -------------------------------------------------
-#   make fuzz       libFuzzer (clang, ASan+UBSan) over the whole request path for
-#                   FUZZ_SECONDS (default 60); new inputs go to build-fuzz/corpus/
-#   make fuzz-ci    the same for a short fixed time (20 s), for CI
+# ---- fuzzing (issues 7 and 25; tests/fuzz/) ------------------------------------------
+#   make fuzz       libFuzzer (clang, ASan+UBSan) for FUZZ_SECONDS (default 60) per target:
+#                   fuzz_request (the request path, no sockets) and fuzz_conn (the
+#                   connection layer on a socketpair, the timing in the input); new inputs
+#                   go to build-fuzz/corpus/ and build-fuzz/corpus_conn/
+#   make fuzz-ci    the same for a short fixed time (20 s per target), for CI
 FUZZ_SECONDS ?= 60
 FUZZ_CC      ?= clang
 FUZZ_BUILD   := build-fuzz
 FUZZ_FLAGS   := -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
                 -fno-sanitize-recover=undefined -fno-omit-frame-pointer -I. -Icommon \
                 -I$(LLHTTP_INC) -DLLHTTP_STRICT_MODE=1 $(PKG_CFLAGS)
-FUZZ_RUN     = $(FUZZ_BUILD)/fuzz_request -max_total_time=$(1) -max_len=16384 \
+# $(1): target, $(2): seconds, $(3): new-input dir, $(4): seed corpus
+FUZZ_RUN     = $(FUZZ_BUILD)/$(1) -max_total_time=$(2) -max_len=16384 \
                 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-                $(FUZZ_BUILD)/corpus tests/fuzz/corpus
+                $(FUZZ_BUILD)/$(3) $(4)
 
 .PHONY: fuzz fuzz-ci
 # the request path only: no sockets, so not the connection layer (server.c, conn.c, serve.c)
 FUZZ_SRC     := $(filter-out common/server.c common/conn.c common/serve.c,$(COMMON_SRC))
+# the connection layer: everything but the process skeleton (serve.c)
+FUZZ_CONN_SRC := $(filter-out common/serve.c,$(COMMON_SRC))
+FUZZ_LLHTTP  := $(LLHTTP_SRC)/llhttp.c $(LLHTTP_SRC)/api.c $(LLHTTP_SRC)/http.c
 $(FUZZ_BUILD)/fuzz_request: tests/fuzz/fuzz_request.c $(FUZZ_SRC) $(wildcard common/*.h)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_FLAGS) tests/fuzz/fuzz_request.c $(FUZZ_SRC) \
-	    $(LLHTTP_SRC)/llhttp.c $(LLHTTP_SRC)/api.c $(LLHTTP_SRC)/http.c \
+	$(FUZZ_CC) $(FUZZ_FLAGS) tests/fuzz/fuzz_request.c $(FUZZ_SRC) $(FUZZ_LLHTTP) \
 	    $(PKG_LIBS) -lm -pthread -o $@
 
-fuzz: $(FUZZ_BUILD)/fuzz_request
-	@mkdir -p $(FUZZ_BUILD)/corpus
-	$(call FUZZ_RUN,$(FUZZ_SECONDS))
+$(FUZZ_BUILD)/fuzz_conn: tests/fuzz/fuzz_conn.c $(FUZZ_CONN_SRC) $(wildcard common/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_FLAGS) tests/fuzz/fuzz_conn.c $(FUZZ_CONN_SRC) $(FUZZ_LLHTTP) \
+	    $(PKG_LIBS) -lm -pthread -o $@
 
-fuzz-ci: $(FUZZ_BUILD)/fuzz_request
-	@mkdir -p $(FUZZ_BUILD)/corpus
-	$(call FUZZ_RUN,20)
+fuzz: $(FUZZ_BUILD)/fuzz_request $(FUZZ_BUILD)/fuzz_conn
+	@mkdir -p $(FUZZ_BUILD)/corpus $(FUZZ_BUILD)/corpus_conn
+	$(call FUZZ_RUN,fuzz_request,$(FUZZ_SECONDS),corpus,tests/fuzz/corpus)
+	$(call FUZZ_RUN,fuzz_conn,$(FUZZ_SECONDS),corpus_conn,tests/fuzz/corpus_conn)
+
+fuzz-ci: $(FUZZ_BUILD)/fuzz_request $(FUZZ_BUILD)/fuzz_conn
+	@mkdir -p $(FUZZ_BUILD)/corpus $(FUZZ_BUILD)/corpus_conn
+	$(call FUZZ_RUN,fuzz_request,20,corpus,tests/fuzz/corpus)
+	$(call FUZZ_RUN,fuzz_conn,20,corpus_conn,tests/fuzz/corpus_conn)
 # ---- end of fuzzing block -------------------------------------------------------------

@@ -75,18 +75,25 @@ int actor_send_remote(struct actor *a, void *msg)
     return 0;
 }
 
-bool actor_run(struct actor *a, unsigned batch)
+enum actor_run_result actor_run(struct actor *a, unsigned batch)
 {
     unsigned n = atomics_load_acquire(&a->pending);
     unsigned done = 0;
+    bool stalled = false;
     void *msg;
 
     if (n > batch)
         n = batch;
     atomics_add64_one_writer(&a->runs, 1);
     while (done < n) {
-        /* Cannot fail: the mailbox holds at least pending >= n messages. */
-        if (mailbox_pop(&a->mailbox, &msg) != 0)
+        /* The mailbox holds at least pending >= n claimed messages; the next one may not
+         * be published yet (its sender was preempted between claim and publish). */
+        int rc = mailbox_try_pop(&a->mailbox, &msg);
+        if (rc == -EBUSY) {
+            stalled = true;
+            break;
+        }
+        if (rc != 0)
             panic("actor %s: pending %u but mailbox empty", a->name, n - done);
         a->fn(a, msg);
         done++;
@@ -95,7 +102,9 @@ bool actor_run(struct actor *a, unsigned batch)
         a->batch_end(a);
     atomics_add64_one_writer(&a->processed, done);
     /* Leaving pending > 0 keeps the run ours: the caller queues the actor again. */
-    return atomics_sub_acq_rel(&a->pending, done) != done;
+    if (atomics_sub_acq_rel(&a->pending, done) == done)
+        return ACTOR_RUN_IDLE;
+    return stalled ? ACTOR_RUN_STALLED : ACTOR_RUN_MORE;
 }
 
 unsigned actor_depth(const struct actor *a)

@@ -88,11 +88,19 @@ static inline int actor_send(struct actor *a, void *msg)
     return 0;
 }
 
-/* Runs a for at most `batch` messages of its cross-thread half. Returns true when
- * messages remain and the caller must queue a again (at the back, for fairness), false
- * when that half is idle (the next actor_send schedules it). For schedulers only: the
- * caller must be the single owner of a's run, obtained from the run queue. */
-bool actor_run(struct actor *a, unsigned batch);
+/* What a run of the cross-thread half left (actor_run). */
+enum actor_run_result {
+    ACTOR_RUN_IDLE,    /* nothing pending: the next actor_send schedules a */
+    ACTOR_RUN_MORE,    /* messages remain: queue a again (at the back, for fairness) */
+    ACTOR_RUN_STALLED, /* the next message's sender has claimed its slot but not yet
+                          published it: queue a again, and come back later rather than
+                          at once (the sender finishes when it runs again) */
+};
+
+/* Runs a for at most `batch` messages of its cross-thread half, never waiting for a
+ * sender (the run stops early at an unpublished slot). For schedulers only: the caller
+ * must be the single owner of a's run, obtained from the run queue. */
+enum actor_run_result actor_run(struct actor *a, unsigned batch);
 
 /* The same for the same-thread half: at most `batch` local messages. Returns true when
  * local messages remain (queue a on the local run list again). Home thread only, for

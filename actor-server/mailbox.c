@@ -1,11 +1,13 @@
 /* mailbox: bounded MPSC message queue, Vyukov's per-slot sequence numbers (see mailbox.h).
  * Does not wake or schedule anybody. Invariant: one consumer at a time; a producer never
- * waits for another; the consumer waits only for a claimed slot's publication. Cell
+ * waits for another; the consumer waits only in mailbox_pop, for a claimed slot's
+ * publication. Cell
  * sequences: cell i starts at i (free for position i); a push at pos stores pos + 1 (full);
  * the pop of pos + 1 releases pos's cell for position pos + size, so the cell of the last
  * message popped stays unreleased and the mailbox holds at most size - 1 messages. All in
- * C11 atomics, which ThreadSanitizer sees; the consumer's wait on a claimed slot pauses the
- * CPU between polls with Concurrency Kit's ck_pr_stall (no memory access). */
+ * C11 atomics, which ThreadSanitizer sees. mailbox_try_pop never waits for a claimed slot;
+ * mailbox_pop's wait pauses the CPU between polls with Concurrency Kit's ck_pr_stall (no
+ * memory access). */
 #include "mailbox.h"
 
 #include <ck_pr.h>
@@ -71,22 +73,15 @@ int mailbox_push(struct mailbox *mb, void *msg)
     }
 }
 
-int mailbox_pop(struct mailbox *mb, void **msg)
+int mailbox_try_pop(struct mailbox *mb, void **msg)
 {
     size_t head = atomic_load_explicit(&mb->head, memory_order_relaxed);
     struct mailbox_cell *c = &mb->cells[head & mb->mask];
-    unsigned spins = 0;
 
-    while (atomic_load_explicit(&c->seq, memory_order_acquire) != head + 1) {
+    if (atomic_load_explicit(&c->seq, memory_order_acquire) != head + 1) {
         /* Not published: empty, or claimed by a producer that has yet to store. */
-        if (atomic_load_explicit(&mb->tail, memory_order_relaxed) == head)
-            return -EAGAIN;
-        if (++spins < MAILBOX_PUBLISH_SPIN) {
-            ck_pr_stall();
-            continue;
-        }
-        spins = 0;
-        sched_yield();
+        return atomic_load_explicit(&mb->tail, memory_order_relaxed) == head ? -EAGAIN
+                                                                             : -EBUSY;
     }
     *msg = c->msg;
     /* The previous message's cell is free for its next lap (this one stays held). */
@@ -94,6 +89,22 @@ int mailbox_pop(struct mailbox *mb, void **msg)
                           memory_order_release);
     atomic_store_explicit(&mb->head, head + 1, memory_order_release);
     return 0;
+}
+
+int mailbox_pop(struct mailbox *mb, void **msg)
+{
+    unsigned spins = 0;
+    int rc;
+
+    while ((rc = mailbox_try_pop(mb, msg)) == -EBUSY) {
+        if (++spins < MAILBOX_PUBLISH_SPIN) {
+            ck_pr_stall();
+            continue;
+        }
+        spins = 0;
+        sched_yield();
+    }
+    return rc;
 }
 
 unsigned mailbox_capacity(const struct mailbox *mb)

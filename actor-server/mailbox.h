@@ -1,9 +1,10 @@
 /* mailbox: a bounded multi-producer, single-consumer queue of `void *` messages: Vyukov's
  * bounded queue (a sequence number per slot), in C11 atomics. A producer claims a slot
  * with one CAS on the tail and publishes it with a release store of the slot's sequence:
- * producers never wait for each other (lock-free). The consumer waits only when the next
- * message's producer has claimed its slot and not yet published it (two stores). No
- * allocation per message; it does not wake anybody (that is the actor's job).
+ * producers never wait for each other (lock-free). The consumer never has to wait either:
+ * when the next message's producer has claimed its slot and not yet published it,
+ * mailbox_try_pop says so (-EBUSY) and the consumer comes back later. No allocation per
+ * message; it does not wake anybody (that is the actor's job).
  * Invariant: any thread may push and read the depth; exactly one thread at a time pops. */
 #ifndef ACTOR_MAILBOX_H
 #define ACTOR_MAILBOX_H
@@ -39,11 +40,17 @@ void mailbox_destroy(struct mailbox *mb);
  * (a failed CAS means another push succeeded). */
 int mailbox_push(struct mailbox *mb, void *msg);
 
-/* Dequeues the oldest message into *msg. Returns 0, or -EAGAIN when empty. Only the one
- * consumer thread of this mailbox may call it. Messages from one producer come out in
- * the order that producer pushed them. When the next slot is claimed but not yet
- * published, waits for it (spin, then sched_yield): a push that has claimed its slot is
- * always completed by its producer's next two stores. */
+/* Dequeues the oldest message into *msg without ever waiting. Returns 0, -EAGAIN when
+ * empty, or -EBUSY when the next slot is claimed by a producer that has not published
+ * it yet (preempted between its two stores; it completes them when it runs again): the
+ * caller comes back later, as the I/O loops' schedulers do. Only the one consumer
+ * thread of this mailbox may call it. Messages from one producer come out in the order
+ * that producer pushed them. */
+int mailbox_try_pop(struct mailbox *mb, void **msg);
+
+/* mailbox_try_pop that waits out -EBUSY (spin, then sched_yield): returns 0 or -EAGAIN.
+ * For consumers that have nothing else to do (tests, benchmarks, a stopping scheduler);
+ * an I/O loop never calls it. */
 int mailbox_pop(struct mailbox *mb, void **msg);
 
 /* Number of queued messages, including pushes that have claimed a slot and are about to

@@ -209,7 +209,8 @@ static void inbox_fn(struct actor *self, void *msg)
     struct actor_loop *al = self->state;
     struct request *req = msg;
     al->inflight--;
-    if (req->resp.status == 503)
+    /* a 503 from a full mailbox is an overload; one from the store's timeout is not */
+    if (req->resp.status == 503 && req->store_rc != -EBUSY)
         counter_inc(&server_loop_metrics(al->l)->overload_rejections);
     app_render_body(&al->ctx->app, req);
     server_respond(al->l, req);
@@ -406,7 +407,7 @@ static int arch_build(struct actor_state *st)
     }
     for (unsigned w = 0; w < st->nworkers; w++) {
         char name[32];
-        snprintf(name, sizeof name, "actor-w%u", w % 1000);
+        snprintf(name, sizeof name, "actor-%u", w % 100000u); /* <= 15 bytes */
         st->workers[w] = sched_new_thread(name);
     }
     for (unsigned i = 0; i < st->nsets; i++) {

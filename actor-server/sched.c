@@ -71,11 +71,15 @@ static struct sched *sched_alloc(enum sched_kind kind)
     return s;
 }
 
-/* Runs a once; queues it again at the back if messages remain. Scheduler thread. */
-static void sched_run_one(struct sched *s, struct actor *a)
+/* Runs a once; queues it again at the back if messages remain. Returns true when the
+ * run stopped at a message not yet published (the scheduler should come back later).
+ * Scheduler thread. */
+static bool sched_run_one(struct sched *s, struct actor *a)
 {
-    if (actor_run(a, s->batch) && mailbox_push(&s->runq, a) != 0)
+    enum actor_run_result r = actor_run(a, s->batch);
+    if (r != ACTOR_RUN_IDLE && mailbox_push(&s->runq, a) != 0)
         panic("sched %s: run queue full", s->name);
+    return r == ACTOR_RUN_STALLED;
 }
 
 struct sched_local *sched_local_of(struct sched *s)
@@ -113,13 +117,21 @@ static void sched_run_local(struct sched *s, struct actor *a)
  * queue entry never waits for more than this many local runs). */
 #define SCHED_LOCAL_BURST 64u
 
+/* What stopped a sched_run_some early (bits of *why). */
+#define RUN_STOPPED 1u /* an actor stopped s (uv kind: no run after that) */
+#define RUN_STALLED 2u /* a sender has claimed a slot of the run queue or of an actor's
+                          mailbox and not yet published it: come back later, never wait */
+
 /* Runs up to `budget` actors (batches), from the local list and the run queue, until
- * both are empty. Returns the number of runs; *stopped (if not NULL) is set when an
- * actor stopped s meanwhile (uv kind: no run after that). Scheduler thread. */
-static unsigned sched_run_some(struct sched *s, unsigned budget, bool *stopped)
+ * both are empty, s is stopped, or a message is not yet published (a sender preempted
+ * between claim and publish: the run queue or that actor's mailbox stays non-empty).
+ * Never waits for anybody. Returns the number of runs; *why (if not NULL) gets the
+ * RUN_* bits of an early end. Scheduler thread. */
+static unsigned sched_run_some(struct sched *s, unsigned budget, unsigned *why)
 {
     unsigned runs = 0;
     struct actor *a;
+    int rc;
 
     /* local_burst lives in s, not here: a caller with a small budget must not reset it
      * on every call (that would starve the run queue behind a busy local list). */
@@ -127,8 +139,13 @@ static unsigned sched_run_some(struct sched *s, unsigned budget, bool *stopped)
         if (s->local_burst < SCHED_LOCAL_BURST && (a = local_pop(s)) != NULL) {
             sched_run_local(s, a);
             s->local_burst++;
-        } else if (mailbox_depth(&s->runq) != 0 && mailbox_pop(&s->runq, (void **)&a) == 0) {
-            sched_run_one(s, a);
+        } else if (mailbox_depth(&s->runq) != 0 &&
+                   (rc = mailbox_try_pop(&s->runq, (void **)&a)) != -EAGAIN) {
+            if (rc != 0 || sched_run_one(s, a)) {
+                if (why != NULL)
+                    *why |= RUN_STALLED;
+                break;
+            }
             s->local_burst = 0;
         } else if (s->local_burst == SCHED_LOCAL_BURST) {
             s->local_burst = 0; /* the run queue is empty: back to the local list */
@@ -137,9 +154,8 @@ static unsigned sched_run_some(struct sched *s, unsigned budget, bool *stopped)
             break;
         }
         runs++;
-        if (stopped != NULL &&
-            atomics_load_relaxed(&s->idle) == STOPPED) {
-            *stopped = true;
+        if (why != NULL && atomics_load_relaxed(&s->idle) == STOPPED) {
+            *why |= RUN_STOPPED;
             break;
         }
     }
@@ -175,8 +191,13 @@ static void *sched_thread_main(void *arg)
 
     sched_self_tls = s; /* sends from s's actors to s's actors go local */
     for (;;) {
-        if (sched_run_some(s, SCHED_LOCAL_BURST, NULL) != 0)
+        unsigned why = 0;
+        if (sched_run_some(s, SCHED_LOCAL_BURST, &why) != 0)
             continue;
+        if (why & RUN_STALLED) {
+            sched_yield(); /* a worker has nothing else to do: let the sender finish */
+            continue;
+        }
         /* The local list is empty now, and only this thread fills it. */
         if (runq_wait_briefly(s))
             continue;
@@ -198,13 +219,16 @@ static void *sched_thread_main(void *arg)
 }
 
 /* uv kind: up to `budget` actor runs. Returns false when an actor stopped this
- * scheduler meanwhile (no more sends or wake-ups then). Loop thread. */
+ * scheduler meanwhile (no more sends or wake-ups then). A run that stopped at a message
+ * not yet published leaves it queued: the caller sees work pending and asks the loop
+ * for another turn (uv_async_send), so the loop polls its sockets in between instead of
+ * waiting for the sender. Loop thread. */
 static bool sched_run_budget(struct sched *s, unsigned budget)
 {
-    bool stopped = false;
+    unsigned why = 0;
 
-    sched_run_some(s, budget, &stopped);
-    return !stopped;
+    sched_run_some(s, budget, &why);
+    return !(why & RUN_STOPPED);
 }
 
 /* Work is queued that this loop must come back for. */
@@ -353,11 +377,17 @@ int sched_stop_and_join(struct sched *s)
         s->started = false;
         return -rc;
     }
-    /* uv kind: drain inline (requeued actors included), then no more wake-ups. */
+    /* uv kind: drain inline (requeued actors included), then no more wake-ups. The loop
+     * serves nothing any more, so here a sender still publishing is waited for. */
     if (atomics_exchange_seq_cst(&s->idle, STOPPED) == STOPPED)
         return 0;
-    while (sched_run_some(s, SCHED_DRAIN_BUDGET, NULL) != 0)
-        ;
+    for (;;) {
+        unsigned why = 0;
+        if (sched_run_some(s, SCHED_DRAIN_BUDGET, &why) == 0 && !(why & RUN_STALLED))
+            break;
+        if (why & RUN_STALLED)
+            sched_yield();
+    }
     if (sched_self_tls == s)
         sched_self_tls = NULL; /* later sends from here take the cross-thread path */
     uv_close((uv_handle_t *)&s->async, sched_async_close_cb);

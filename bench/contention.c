@@ -4,10 +4,10 @@
  * store actor on its own worker, from T client actors on T workers, through the real
  * mailboxes and schedulers. Prints ops/s and p50/p99 per operation for each T, then the
  * cost of one hop (raw mailbox push+pop; an actor hop on the cross-thread path and on the
- * same-thread path; a cross-thread ping-pong). --queues compares the mailbox ring with a
- * bounded queue whose producers cannot block each other (Vyukov's per-slot sequence
- * numbers, here in C11 atomics): T producer threads into one consumer, throughput and push
- * latency. --hop-only KIND runs N hops of one kind with callgrind collecting only them
+ * same-thread path; a cross-thread ping-pong). --queues compares the production mailbox
+ * (Vyukov's bounded queue, whose producers never wait for each other) with the ck_ring
+ * MPSC ring it replaced (a producer waits for every earlier one to publish): T producer
+ * threads into one consumer, throughput and push latency. --hop-only KIND runs N hops of one kind with callgrind collecting only them
  * (bench/contention.sh turns that into instructions/hop). */
 #include <errno.h>
 #include <getopt.h>
@@ -20,6 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <ck_pr.h>
+#include <ck_ring.h>
 #include <uv.h>
 #include <valgrind/callgrind.h>
 
@@ -44,8 +46,8 @@ struct config {
     double seconds;
     enum store_kind store;
     unsigned long hop_iters;
-    const char *hop_only; /* NULL, or "mailbox", "remote", "local", "vyukov" */
-    int queues;           /* --queues: the ring against the Vyukov queue only */
+    const char *hop_only; /* NULL, or "mailbox", "remote", "local", "ckring" */
+    int queues;           /* --queues: the mailbox against the ck_ring MPSC ring only */
 };
 
 /* One thread's (or client actor's) figures: a latency histogram (ns) per operation. */
@@ -417,7 +419,8 @@ static double hop_actor(unsigned long iters, int local, int collect)
     uint64_t t0, t1;
 
     uv_loop_init(&loop);
-    s = sched_new_uv(&loop);
+    if (sched_new_uv(&loop, &s) != 0)
+        panic("contention: sched_new_uv");
     a = new_actor("nop", nop_fn, NULL, s);
     if (local)
         sched_uv_bind(s);
@@ -502,98 +505,86 @@ static double hop_pingpong(unsigned long iters)
     return (double)(t1 - t0) / (double)(2 * iters + 1);
 }
 
-/* ---- a bounded MPSC queue whose producers never wait for each other (the alternative) --- */
+/* ---- the ck_ring MPSC ring the mailbox replaced (issue 16), for --queues ------------ */
 
-/* Vyukov's bounded queue: a producer claims slot `pos` with one CAS on the tail when the
- * slot's sequence says it is free, writes, then publishes with a release store of the
- * sequence. A producer preempted after its CAS delays nobody else's push; the consumer sees
- * the queue end at that slot until it is published (the wait moves to the consumer). */
-struct vq_cell {
-    atomic_size_t seq;
-    void *data;
+/* What actor-server/mailbox.c was before Vyukov's queue: Concurrency Kit's ring, a
+ * producer reserving a slot with a CAS on the producer head, writing it, then publishing
+ * once every earlier reservation is published (spinning 32 polls, then sched_yield, as
+ * the production code did). A producer preempted between reserve and publish holds up
+ * every later producer of the ring: the convoy --queues measures against the mailbox. */
+#define CKRING_COMMIT_SPIN 32
+
+struct ckq {
+    struct ck_ring ring;
+    struct ck_ring_buffer *slots;
 };
 
-struct vq {
-    struct vq_cell *cells;
-    size_t mask;
-    _Alignas(64) atomic_size_t tail;
-    _Alignas(64) size_t head; /* consumer only */
-};
-
-static void vq_init(struct vq *q, size_t size)
+static void ckq_init(struct ckq *q, unsigned size)
 {
-    q->cells = xcalloc(size, sizeof *q->cells);
-    q->mask = size - 1;
-    for (size_t i = 0; i < size; i++)
-        atomic_init(&q->cells[i].seq, i);
-    atomic_init(&q->tail, 0);
-    q->head = 0;
+    ck_ring_init(&q->ring, size);
+    q->slots = xcalloc(size, sizeof *q->slots);
 }
 
-static int vq_push(struct vq *q, void *msg)
+static void ckq_destroy(struct ckq *q)
 {
-    size_t pos = atomic_load_explicit(&q->tail, memory_order_relaxed);
+    free(q->slots);
+    q->slots = NULL;
+}
 
-    for (;;) {
-        struct vq_cell *c = &q->cells[pos & q->mask];
-        size_t seq = atomic_load_explicit(&c->seq, memory_order_acquire);
-        intptr_t dif = (intptr_t)seq - (intptr_t)pos;
-        if (dif == 0) {
-            if (atomic_compare_exchange_weak_explicit(&q->tail, &pos, pos + 1,
-                                                      memory_order_relaxed, memory_order_relaxed)) {
-                c->data = msg;
-                atomic_store_explicit(&c->seq, pos + 1, memory_order_release);
-                return 0;
-            }
-        } else if (dif < 0) {
-            return -EAGAIN; /* full */
+static int ckq_push(struct ckq *q, void *msg)
+{
+    unsigned ticket, spins = 0;
+    void **slot = ck_ring_enqueue_reserve_mpmc(&q->ring, q->slots, &ticket);
+
+    if (slot == NULL)
+        return -EAGAIN; /* full */
+    *slot = msg;
+    while (ck_pr_load_uint(&q->ring.p_tail) != ticket) {
+        if (++spins < CKRING_COMMIT_SPIN) {
+            ck_pr_stall();
         } else {
-            pos = atomic_load_explicit(&q->tail, memory_order_relaxed);
+            spins = 0;
+            sched_yield();
         }
     }
-}
-
-static int vq_pop(struct vq *q, void **msg)
-{
-    struct vq_cell *c = &q->cells[q->head & q->mask];
-    size_t seq = atomic_load_explicit(&c->seq, memory_order_acquire);
-
-    if (seq != q->head + 1)
-        return -EAGAIN; /* empty, or the next slot is claimed but not yet published */
-    *msg = c->data;
-    atomic_store_explicit(&c->seq, q->head + q->mask + 1, memory_order_release);
-    q->head++;
+    ck_pr_fence_store();
+    ck_pr_store_uint(&q->ring.p_tail, ticket + 1);
     return 0;
 }
 
-static double hop_vq(unsigned long iters, int collect)
+static int ckq_pop(struct ckq *q, void **msg)
 {
-    struct vq q;
+    return ck_ring_dequeue_mpsc(&q->ring, q->slots, msg) ? 0 : -EAGAIN;
+}
+
+static double hop_ckq(unsigned long iters, int collect)
+{
+    struct ckq q;
     void *out;
     uint64_t t0, t1;
 
-    vq_init(&q, 1024);
+    ckq_init(&q, 1024);
     if (collect) {
         CALLGRIND_ZERO_STATS;
         CALLGRIND_TOGGLE_COLLECT;
     }
     t0 = now_ns();
     for (unsigned long i = 0; i < iters; i++) {
-        if (vq_push(&q, &q) != 0 || vq_pop(&q, &out) != 0)
-            panic("contention: vq hop failed");
+        if (ckq_push(&q, &q) != 0 || ckq_pop(&q, &out) != 0)
+            panic("contention: ck_ring hop failed");
     }
     t1 = now_ns();
     if (collect)
         CALLGRIND_TOGGLE_COLLECT;
-    free(q.cells);
+    ckq_destroy(&q);
     return (double)(t1 - t0) / (double)iters;
 }
 
 /* T producers push `per` messages each into one queue drained by one consumer thread. */
 struct qrun {
-    int use_vq;
+    int use_ck; /* 1: the ck_ring; 0: the production mailbox */
     struct mailbox mb;
-    struct vq vq;
+    struct ckq ck;
     unsigned long per;
     atomic_uint started;
 };
@@ -614,7 +605,7 @@ static void *qprod_main(void *arg)
     for (unsigned long i = 0; i < run->per; i++) {
         for (;;) {
             uint64_t t0 = now_ns();
-            int rc = run->use_vq ? vq_push(&run->vq, p) : mailbox_push(&run->mb, p);
+            int rc = run->use_ck ? ckq_push(&run->ck, p) : mailbox_push(&run->mb, p);
             if (rc == 0) {
                 histogram_record(p->push_ns, now_ns() - t0);
                 break;
@@ -626,9 +617,9 @@ static void *qprod_main(void *arg)
     return NULL;
 }
 
-static void run_queues(unsigned T, int use_vq, unsigned long per, long cores)
+static void run_queues(unsigned T, int use_ck, unsigned long per, long cores)
 {
-    struct qrun run = {.use_vq = use_vq, .per = per};
+    struct qrun run = {.use_ck = use_ck, .per = per};
     struct qprod *ps = xcalloc(T, sizeof *ps);
     struct histogram *all = histogram_new(1, HIST_MAX_NS, 3);
     unsigned long want = per * T, got = 0;
@@ -636,8 +627,8 @@ static void run_queues(unsigned T, int use_vq, unsigned long per, long cores)
     uint64_t t0, t1;
 
     atomic_init(&run.started, 0);
-    if (use_vq)
-        vq_init(&run.vq, 4096);
+    if (use_ck)
+        ckq_init(&run.ck, 4096);
     else if (mailbox_init(&run.mb, 4096) != 0)
         panic("contention: mailbox_init");
     t0 = now_ns();
@@ -648,7 +639,7 @@ static void run_queues(unsigned T, int use_vq, unsigned long per, long cores)
             panic("contention: pthread_create");
     }
     while (got < want) {
-        int rc = use_vq ? vq_pop(&run.vq, &msg) : mailbox_pop(&run.mb, &msg);
+        int rc = use_ck ? ckq_pop(&run.ck, &msg) : mailbox_pop(&run.mb, &msg);
         if (rc == 0)
             got++;
         else
@@ -662,14 +653,14 @@ static void run_queues(unsigned T, int use_vq, unsigned long per, long cores)
         histogram_free(ps[i].push_ns);
         full += ps[i].full;
     }
-    printf("%-7s %3u %7u %-5s %12.0f %10.0f %10.0f %12.0f %10lu\n", use_vq ? "vyukov" : "ring", T, T + 1,
+    printf("%-7s %3u %7u %-5s %12.0f %10.0f %10.0f %12.0f %10lu\n", use_ck ? "ck_ring" : "mailbox", T, T + 1,
            T + 1 > (unsigned)cores ? "yes" : "no", (double)want / ((double)(t1 - t0) / 1e9),
            (double)histogram_percentile(all, 50), (double)histogram_percentile(all, 99),
            (double)histogram_max(all), full);
     fflush(stdout);
     histogram_free(all);
-    if (use_vq)
-        free(run.vq.cells);
+    if (use_ck)
+        ckq_destroy(&run.ck);
     else
         mailbox_destroy(&run.mb);
     free(ps);
@@ -686,8 +677,8 @@ static void compare_queues(const struct config *cfg, long cores)
     for (unsigned i = 0; i < cfg->nthreads; i++)
         for (int v = 0; v < 2; v++)
             run_queues(cfg->threads[i], v, per, cores);
-    printf("hop ring_push_pop %.1f ns\n", hop_mailbox(cfg->hop_iters, 0));
-    printf("hop vyukov_push_pop %.1f ns\n", hop_vq(cfg->hop_iters, 0));
+    printf("hop mailbox_push_pop %.1f ns\n", hop_mailbox(cfg->hop_iters, 0));
+    printf("hop ck_ring_push_pop %.1f ns\n", hop_ckq(cfg->hop_iters, 0));
 }
 
 /* ---- main ------------------------------------------------------------------------------ */
@@ -696,14 +687,14 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: contention [--threads LIST] [--seconds S] [--store memory|sqlite]\n"
-            "                  [--hop-iters N] [--hop-only mailbox|remote|local|vyukov] [--queues]\n"
+            "                  [--hop-iters N] [--hop-only mailbox|remote|local|ckring] [--queues]\n"
             "  --threads LIST  client thread counts T, comma-separated, 1..%u (default 1,2,4,8)\n"
             "  --seconds S     length of each run in seconds (default 1)\n"
             "  --store KIND    memory (default) or sqlite (a file in /tmp, removed after)\n"
             "  --hop-iters N   hops per hop measurement (default 2000000)\n"
             "  --hop-only KIND only N hops of that kind with callgrind collecting them\n"
-            "  --queues        only the queue comparison: the mailbox ring against a bounded\n"
-            "                  queue whose producers cannot block each other (Vyukov), T producers\n"
+            "  --queues        only the queue comparison: the production mailbox (Vyukov's\n"
+            "                  queue) against the ck_ring MPSC ring it replaced, T producers\n"
             "                  x N/4 messages into one consumer; msgs/s and push latency in ns\n"
             "                  (run under valgrind --tool=callgrind --collect-atstart=no)\n"
             "Prints, per T: ops/s and p50/p99 latency in microseconds per operation for the\n"
@@ -785,8 +776,8 @@ static int parse_args(int argc, char **argv, struct config *cfg)
             break;
         case 'o':
             if (strcmp(optarg, "mailbox") != 0 && strcmp(optarg, "remote") != 0 &&
-                strcmp(optarg, "local") != 0 && strcmp(optarg, "vyukov") != 0) {
-                fprintf(stderr, "contention: --hop-only: mailbox, remote, local or vyukov, got '%s'\n",
+                strcmp(optarg, "local") != 0 && strcmp(optarg, "ckring") != 0) {
+                fprintf(stderr, "contention: --hop-only: mailbox, remote, local or ckring, got '%s'\n",
                         optarg);
                 return -EINVAL;
             }
@@ -822,8 +813,8 @@ int main(int argc, char **argv)
         double ns;
         if (strcmp(cfg.hop_only, "mailbox") == 0)
             ns = hop_mailbox(cfg.hop_iters, 1);
-        else if (strcmp(cfg.hop_only, "vyukov") == 0)
-            ns = hop_vq(cfg.hop_iters, 1);
+        else if (strcmp(cfg.hop_only, "ckring") == 0)
+            ns = hop_ckq(cfg.hop_iters, 1);
         else
             ns = hop_actor(cfg.hop_iters, strcmp(cfg.hop_only, "local") == 0, 1);
         printf("hop %s: %lu hops, %.1f ns/hop\n", cfg.hop_only, cfg.hop_iters, ns);

@@ -57,6 +57,16 @@ enum app_next app_validate(struct request *req)
     return APP_STORE;
 }
 
+/* The status of a failed store call: 503 with Retry-After when it timed out waiting
+ * for the store (a lock held elsewhere; retrying later can succeed), else 500. */
+static uint16_t __attribute__((noinline)) store_failed(struct request *req, int rc)
+{
+    if (rc != -EBUSY)
+        return 500;
+    req->resp.flags |= RESP_RETRY_AFTER;
+    return 503;
+}
+
 void app_store_exec(struct app *app, struct store *store, struct request *req)
 {
     struct response *resp = &req->resp;
@@ -64,19 +74,19 @@ void app_store_exec(struct app *app, struct store *store, struct request *req)
     switch (req->route) {
     case ROUTE_USER_GET:
         rc = store_get(store, req->id, &req->user);
-        resp->status = rc == 0 ? 200 : rc == -ENOENT ? 404 : 500;
+        resp->status = rc == 0 ? 200 : rc == -ENOENT ? 404 : store_failed(req, rc);
         break;
     case ROUTE_USER_LIST:
         if (req->users == NULL)
             req->users = xmalloc(sizeof(struct user) * STORE_LIST_MAX);
         rc = store_list(store, req->after, req->limit, req->users, &req->user_count,
                         &req->has_more);
-        resp->status = rc == 0 ? 200 : 500;
+        resp->status = rc == 0 ? 200 : store_failed(req, rc);
         break;
     case ROUTE_USER_CREATE:
         rc = store_create(store, req->user.name, req->user.name_len, req->user.email,
                           req->user.email_len, &req->user);
-        resp->status = rc == 0 ? 201 : 500;
+        resp->status = rc == 0 ? 201 : store_failed(req, rc);
         if (rc == 0)
             counter_set(&app->store_users, store_count(store));
         break;
@@ -99,7 +109,7 @@ void app_store_create_batch(struct app *app, struct store *store, struct request
     int rc = store_create_batch(store, users, n);
     for (unsigned i = 0; i < n; i++) {
         reqs[i]->store_rc = rc;
-        reqs[i]->resp.status = rc == 0 ? 201 : 500;
+        reqs[i]->resp.status = rc == 0 ? 201 : store_failed(reqs[i], rc);
         if (rc == 0)
             reqs[i]->user = users[i];
     }
@@ -134,6 +144,9 @@ void app_render_body(struct app *app, struct request *req)
         return;
     case 404:
         response_error(resp, 404, "user not found");
+        return;
+    case 503: /* the store timed out (Retry-After set by store_failed) */
+        response_error(resp, 503, "store busy");
         return;
     default:
         response_error(resp, resp->status, "internal error");

@@ -40,12 +40,13 @@ enum app_next app_route(struct request *req);
 enum app_next app_validate(struct request *req);
 
 /* The store operation for a validated /users request: sets req->resp.status (200, 201,
- * 404, 500) and the results; updates app->store_users. Caller provides exclusion. */
+ * 404; 503 with Retry-After when the store timed out waiting for a lock, store.h; 500)
+ * and the results; updates app->store_users. Caller provides exclusion. */
 void app_store_exec(struct app *app, struct store *store, struct request *req);
 
 /* Group commit: performs the validated POST /users requests reqs[0..n) in one store
  * transaction (store_create_batch): every one gets 201 with its new id, or, if the
- * commit failed, 500. Caller provides exclusion. n <= STORE_BATCH_MAX. */
+ * commit failed, 503 + Retry-After (the store timed out) or 500. Caller provides exclusion. n <= STORE_BATCH_MAX. */
 #define STORE_BATCH_MAX 64
 void app_store_create_batch(struct app *app, struct store *store, struct request **reqs,
                             unsigned n);

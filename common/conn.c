@@ -2,11 +2,14 @@
  * only when its reference count drops to zero: one reference for the open handle, one
  * per request in its FIFO, one per pending write or shutdown, one while it is on the
  * loop's dirty list, and one across callbacks that may close it. Each reference is
- * taken by the function that starts what it covers and released where that ends. */
+ * taken by the function that starts what it covers and released where that ends.
+ * Deadlines cost the request path no clock read: it only bumps progress counters, which
+ * the sweep (every 250 ms) turns into times. */
 #include "conn.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "atomics.h"
 #include "http.h"
@@ -15,6 +18,8 @@
 
 #define LINGER_MS 2000        /* read-and-discard after an error response */
 #define OUT_HIGH (256 * 1024) /* unwritten response bytes before reading pauses */
+#define OUT_KEEP (16 * 1024)  /* an emptied output buffer larger than this is freed */
+#define PENDING_KEEP (4 * 1024) /* the same for the unparsed-input buffer */
 #define FLUSH_ROUNDS 16       /* before_flush + write rounds per loop iteration */
 
 struct conn {
@@ -26,16 +31,28 @@ struct conn {
     unsigned refs;               /* see the file comment */
     struct buf out;              /* rendered, not yet written */
     struct buf pending_in;       /* unparsed bytes while reading is paused */
-    uint64_t deadline_ms;        /* 0: none */
+    /* progress, counted on the request path; the sweep compares with what it saw */
+    unsigned feeds;              /* input fed to the parser (and resumes of reading) */
+    unsigned begun;              /* requests begun (and resumes of reading) */
+    unsigned writes;             /* writes started, partly or wholly done */
+    unsigned seen_feeds, seen_begun, seen_writes;
+    size_t seen_write_queue;     /* tcp.write_queue_size at the last sweep */
+    uint64_t read_ms;            /* loop clock when the sweep last saw input progress */
+    uint64_t begin_ms;           /* ... first saw the current request begun */
+    uint64_t write_ms;           /* ... last saw output progress */
+    uint64_t linger_end_ms;
+    const char *fail_reason;
+    uint16_t fail_status;        /* refused input's answer, not yet queued (pipeline full) */
     uint8_t closed;              /* uv_close called */
-    uint8_t paused;              /* reading stopped for the pipeline cap */
+    uint8_t paused;              /* reading stopped (pipeline cap, unread output, refused) */
     uint8_t close_after_flush;   /* a response said Connection: close */
     uint8_t lingering;           /* shut down for writing, discarding input */
     uint8_t writing;             /* a uv_write is in flight */
     uint8_t dirty;               /* on the loop's dirty list */
-    uint8_t in_request;          /* a request has started arriving (header timer armed) */
     uint8_t in_feed;
     uint8_t peer_eof;            /* the peer half-closed: answer what is in flight, then close */
+    uint8_t failed;              /* input refused (parse error, read deadline): never read
+                                    again except to discard during the linger */
     struct conn *prev, *next;    /* loop's connection list */
     struct conn *dirty_next;
 };
@@ -53,6 +70,16 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 static void conn_flush(struct conn *c);
 static void conn_maybe_resume(struct conn *c);
 static void start_linger(struct conn *c);
+static void conn_queue_fail(struct conn *c);
+
+/* Empties b; frees its memory when it grew above keep (a burst must not pin it). */
+static void buf_reset_shrink(struct buf *b, size_t keep)
+{
+    if (b->cap > keep)
+        buf_free(b);
+    else
+        buf_reset(b);
+}
 
 /* ---- lifetime ---- */
 
@@ -131,6 +158,7 @@ static void conn_close(struct conn *c)
         }
     }
     fifo_fix_tail(c);
+    c->fail_status = 0; /* an answer still owed has nobody to go to */
     uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
 }
 
@@ -154,6 +182,15 @@ static void mark_dirty(struct conn *c)
     c->loop->dirty = c;
 }
 
+/* Stops reading c (libuv keeps the peer's bytes in the kernel meanwhile). */
+static void conn_pause(struct conn *c)
+{
+    if (c->paused)
+        return;
+    c->paused = 1;
+    uv_read_stop((uv_stream_t *)&c->tcp);
+}
+
 /* ---- writing ---- */
 
 static void on_write(uv_write_t *wr, int status)
@@ -162,6 +199,7 @@ static void on_write(uv_write_t *wr, int status)
     struct conn *c = w->conn;
     free(w);
     c->writing = 0;
+    c->writes++; /* output progress: the send deadline starts again */
     if (status < 0 || c->closed) {
         conn_close(c);
         conn_unref(c); /* the write's */
@@ -185,10 +223,10 @@ static void conn_after_write(struct conn *c)
 }
 
 /* Reading (and parsing) goes on only while the connection can take more: under the
- * pipeline cap and with the peer reading its responses. */
+ * pipeline cap, with the peer reading its responses, and its input not refused. */
 static int conn_can_read(const struct conn *c)
 {
-    return !c->closed && !c->close_after_flush && !c->peer_eof &&
+    return !c->closed && !c->close_after_flush && !c->peer_eof && !c->failed &&
            c->inflight < c->loop->srv->cfg.max_pipeline && c->out.len < OUT_HIGH &&
            c->tcp.write_queue_size < OUT_HIGH;
 }
@@ -208,6 +246,7 @@ static void conn_flush(struct conn *c)
             conn_close(c);
             return;
         }
+        c->writes++; /* output progress (or a write started: its deadline starts) */
         size_t rest = c->out.len - (size_t)n;
         if (rest > 0) {
             struct write_req *w = xmalloc(sizeof *w + rest);
@@ -224,12 +263,10 @@ static void conn_flush(struct conn *c)
             }
             c->writing = 1;
             conn_ref(c); /* the write's, released in on_write */
-            if (c->tcp.write_queue_size >= OUT_HIGH && !c->paused && !c->lingering) {
-                c->paused = 1; /* the peer is not reading: stop reading until it does */
-                uv_read_stop((uv_stream_t *)&c->tcp);
-            }
+            if (c->tcp.write_queue_size >= OUT_HIGH && !c->lingering)
+                conn_pause(c); /* the peer is not reading: stop reading until it does */
         }
-        buf_reset(&c->out);
+        buf_reset_shrink(&c->out, OUT_KEEP);
     }
     conn_after_write(c);
 }
@@ -293,7 +330,7 @@ static void start_linger(struct conn *c)
     if (c->lingering || c->closed)
         return;
     c->lingering = 1;
-    c->deadline_ms = uv_now(&c->loop->uv) + LINGER_MS;
+    c->linger_end_ms = loop_now_ms(c->loop) + LINGER_MS;
     uv_shutdown_t *sr = xmalloc(sizeof *sr);
     sr->data = c;
     if (uv_shutdown(sr, (uv_stream_t *)&c->tcp, on_shutdown) < 0) {
@@ -323,62 +360,61 @@ static void conn_enqueue(struct conn *c, struct request *req)
     conn_ref(c);
 }
 
-/* Answers `status` for the request being parsed (or a fresh one), then closes: for
- * input the parser refused and for the header timeout. */
-static void respond_error_and_close(struct conn *c, uint16_t status, const char *reason)
+/* Refuses the rest of c's input (input the parser refused, a read deadline): reading
+ * stops for good (the linger after the answer only discards), unparsed input is
+ * dropped, and `status` is owed, answered in order after the requests in flight and
+ * queued only once the pipeline has room (conn_queue_fail). At most once per
+ * connection: whatever the peer sends afterwards takes no request and no memory. */
+static void conn_fail(struct conn *c, uint16_t status, const char *reason)
 {
+    if (c->failed || c->closed)
+        return;
+    c->failed = 1;
+    c->fail_status = status;
+    c->fail_reason = reason;
+    conn_pause(c);
+    buf_free(&c->pending_in);
+    conn_queue_fail(c);
+}
+
+/* Queues the owed error answer once the pipeline has room (the request being parsed
+ * carries it, or a fresh one), with Connection: close. */
+static void conn_queue_fail(struct conn *c)
+{
+    if (c->fail_status == 0 || c->closed ||
+        c->inflight >= c->loop->srv->cfg.max_pipeline)
+        return;
     struct request *req = c->parser.cur;
     c->parser.cur = NULL;
     if (req == NULL)
         req = request_pool_get(&c->loop->pool);
     req->route = ROUTE_OTHER;
-    response_error(&req->resp, status, reason);
+    response_error(&req->resp, c->fail_status, c->fail_reason);
+    c->fail_status = 0;
     req->close = CLOSE_AFTER;
     req->parsed_ns = now_ns();
     conn_enqueue(c, req);
     conn_respond(req);
 }
 
-static void respond_parse_error(struct conn *c)
-{
-    respond_error_and_close(c, c->parser.error_status,
-                            c->parser.error_reason ? c->parser.error_reason
-                                                   : "malformed request");
-}
-
-static void conn_update_deadline(struct conn *c)
-{
-    const struct server_config *cfg = &c->loop->srv->cfg;
-    if (c->lingering)
-        return;
-    /* The loop's time is read only for a deadline actually set (a request in flight
-     * has none): the actor server comes here twice per request, once with one. */
-    if (http_parser_mid_request(&c->parser)) {
-        if (!c->in_request) {
-            c->in_request = 1;
-            c->deadline_ms = uv_now(&c->loop->uv) + cfg->header_timeout_ms;
-        }
-    } else {
-        c->in_request = 0;
-        c->deadline_ms = c->inflight ? 0 : uv_now(&c->loop->uv) + cfg->idle_timeout_ms;
-    }
-}
-
 /* Feeds bytes to the parser; keeps what it could not take while paused. */
 static void conn_feed(struct conn *c, const char *data, size_t len)
 {
     size_t used = 0;
+    c->feeds++;
     c->in_feed = 1;
     int rc = http_parser_feed(&c->parser, data, len, &used);
     c->in_feed = 0;
     if (rc < 0) {
-        respond_parse_error(c);
+        conn_fail(c, c->parser.error_status,
+                  c->parser.error_reason ? c->parser.error_reason : "malformed request");
         return;
     }
     if (rc == 1 && !c->close_after_flush && !c->closed && !c->peer_eof) {
         /* paused (pipeline cap or unread output): keep the rest, stop reading */
         if (used < len) {
-            if (data >= c->pending_in.data && data < c->pending_in.data + c->pending_in.len) {
+            if (c->pending_in.len > 0 && data >= c->pending_in.data &&
+                data < c->pending_in.data + c->pending_in.len) {
                 memmove(c->pending_in.data, data + used, len - used);
                 c->pending_in.len = len - used;
             } else {
@@ -386,16 +422,12 @@ static void conn_feed(struct conn *c, const char *data, size_t len)
                 buf_append(&c->pending_in, data + used, len - used);
             }
         } else {
-            buf_reset(&c->pending_in);
+            buf_reset_shrink(&c->pending_in, PENDING_KEEP);
         }
-        if (!c->paused) {
-            c->paused = 1;
-            uv_read_stop((uv_stream_t *)&c->tcp);
-        }
+        conn_pause(c);
     } else if (c->pending_in.len && data == c->pending_in.data) {
-        buf_reset(&c->pending_in);
+        buf_reset_shrink(&c->pending_in, PENDING_KEEP);
     }
-    conn_update_deadline(c);
 }
 
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
@@ -407,13 +439,13 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         if (nread == UV_EOF && !c->lingering && (c->inflight > 0 || c->writing || c->dirty)) {
             /* half-close: answer what was asked, then close */
             c->peer_eof = 1;
-            uv_read_stop((uv_stream_t *)&c->tcp);
+            conn_pause(c);
             return;
         }
         conn_close(c);
         return;
     }
-    if (c->lingering || c->close_after_flush)
+    if (c->lingering || c->close_after_flush || c->failed)
         return; /* discard */
     conn_ref(c); /* held across callbacks that may close the connection */
     conn_feed(c, buf->base, (size_t)nread);
@@ -423,6 +455,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 static struct request *parser_begin(void *ctx)
 {
     struct conn *c = ctx;
+    c->begun++; /* the header deadline of this request starts */
     return request_pool_get(&c->loop->pool);
 }
 
@@ -444,16 +477,19 @@ static const struct http_parser_ops parser_ops = {
     .complete = parser_complete,
 };
 
-/* Resumes a connection paused for the pipeline cap once it has room. */
+/* Resumes a connection paused for the pipeline cap or unread output once it has room.
+ * The read deadlines start again: the time reading stood still was the server's. */
 static void conn_maybe_resume(struct conn *c)
 {
     if (!c->paused || c->in_feed || !conn_can_read(c))
         return;
     c->paused = 0;
+    c->feeds++;
+    c->begun++;
     conn_ref(c); /* held across the feed, which may close the connection */
     if (c->pending_in.len > 0)
         conn_feed(c, c->pending_in.data, c->pending_in.len);
-    if (!c->paused && !c->closed && !c->close_after_flush && !c->peer_eof)
+    if (!c->paused && !c->closed && !c->close_after_flush && !c->peer_eof && !c->failed)
         uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
     conn_unref(c);
 }
@@ -492,8 +528,8 @@ void conn_respond(struct request *req)
         request_pool_put(&l->pool, r);
         conn_unref(c); /* the FIFO's; cannot free: the handle's reference is held */
     }
-    if (c->inflight == 0 && !c->in_feed)
-        conn_update_deadline(c);
+    if (c->fail_status != 0)
+        conn_queue_fail(c); /* the pipeline may have room for the owed answer now */
     if (c->peer_eof && c->inflight == 0 && !c->dirty && !c->writing && c->out.len == 0) {
         conn_close(c);
         return;
@@ -503,7 +539,7 @@ void conn_respond(struct request *req)
 
 /* ---- accepting, sweeping, stopping ---- */
 
-void conn_accept(struct server_loop *l, uv_stream_t *listener)
+void conn_open(struct server_loop *l, int fd)
 {
     struct server *srv = l->srv;
     struct conn *c = xcalloc(1, sizeof *c);
@@ -513,7 +549,8 @@ void conn_accept(struct server_loop *l, uv_stream_t *listener)
     l->nconns++;
     metrics_add((uint64_t *)&l->metrics.open_connections, 1);
     unsigned total = atomics_add_relaxed(&srv->total_conns, 1) + 1;
-    if (uv_accept(listener, (uv_stream_t *)&c->tcp) != 0) {
+    if (uv_tcp_open(&c->tcp, fd) != 0) {
+        close(fd); /* the handle did not take it */
         counter_inc(&l->metrics.connections_rejected);
         c->closed = 1;
         uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
@@ -531,24 +568,72 @@ void conn_accept(struct server_loop *l, uv_stream_t *listener)
     counter_inc(&l->metrics.connections_accepted);
     uv_tcp_nodelay(&c->tcp, 1);
     http_parser_init(&c->parser, &srv->cfg.limits, &parser_ops, c);
-    c->deadline_ms = uv_now(&l->uv) + srv->cfg.idle_timeout_ms;
+    c->read_ms = c->begin_ms = c->write_ms = loop_now_ms(l);
     uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+}
+
+/* Whether c waits for nothing: no request begun or in flight, no output. */
+static int conn_idle(const struct conn *c)
+{
+    return c->inflight == 0 && !c->writing && !c->dirty && c->out.len == 0 && !c->failed &&
+           !http_parser_mid_request(&c->parser);
+}
+
+/* One connection's deadlines at now_ms (see conn_sweep). */
+static void conn_check(struct conn *c, const struct server_config *cfg, uint64_t now_ms)
+{
+    if (c->lingering) {
+        if (now_ms >= c->linger_end_ms)
+            conn_close(c);
+        return;
+    }
+    /* what moved since the last sweep happened at most one sweep period ago */
+    if (c->feeds != c->seen_feeds) {
+        c->seen_feeds = c->feeds;
+        c->read_ms = now_ms;
+    }
+    if (c->begun != c->seen_begun) {
+        c->seen_begun = c->begun;
+        c->begin_ms = now_ms;
+    }
+    size_t queued = c->tcp.write_queue_size;
+    if (c->writes != c->seen_writes || queued < c->seen_write_queue) {
+        c->seen_writes = c->writes;
+        c->write_ms = now_ms;
+    }
+    c->seen_write_queue = queued;
+    if (c->writing) {
+        /* the peer takes none of our output: nothing can be delivered any more */
+        if (now_ms - c->write_ms >= cfg->send_timeout_ms) {
+            conn_close(c);
+            return;
+        }
+    }
+    if (!c->paused && !c->failed && !c->peer_eof && !c->close_after_flush &&
+        http_parser_mid_request(&c->parser)) {
+        int late = http_parser_in_headers(&c->parser)
+                       ? now_ms - c->begin_ms >= cfg->header_timeout_ms
+                       : now_ms - c->read_ms >= cfg->body_timeout_ms;
+        if (late)
+            conn_fail(c, 408, "request timeout"); /* after what is in flight */
+        return;
+    }
+    if (conn_idle(c)) {
+        uint64_t last = c->read_ms > c->write_ms ? c->read_ms : c->write_ms;
+        if (now_ms - last >= cfg->idle_timeout_ms)
+            conn_close(c);
+    }
 }
 
 void conn_sweep(struct server_loop *l, uint64_t now_ms)
 {
+    const struct server_config *cfg = &l->srv->cfg;
     struct conn *c = l->conns;
     while (c != NULL) {
         struct conn *next = c->next;
-        if (c->deadline_ms && now_ms >= c->deadline_ms && !c->closed) {
-            if (c->in_request && !c->lingering && c->inflight == 0 && !c->writing) {
-                /* header timeout: say so, then close */
-                c->deadline_ms = now_ms + LINGER_MS;
-                respond_error_and_close(c, 408, "request timeout");
-            } else {
-                conn_close(c);
-            }
-        }
+        conn_ref(c); /* held across checks that may close it */
+        conn_check(c, cfg, now_ms);
+        conn_unref(c);
         c = next;
     }
 }
@@ -559,11 +644,8 @@ void conn_stop_idle(struct server_loop *l)
     while (c != NULL) {
         struct conn *next = c->next;
         /* a response rendered but not yet flushed (dirty) is still owed */
-        if (c->inflight == 0 && !http_parser_mid_request(&c->parser) && !c->writing &&
-            !c->dirty && c->out.len == 0)
+        if (conn_idle(c))
             conn_close(c);
-        else
-            c->deadline_ms = 0;
         c = next;
     }
 }

@@ -1,9 +1,12 @@
 /* conn: one accepted connection's state machine: reads fed to the parser, reading paused
  * and resumed (pipeline cap, unread output), the FIFO that keeps responses in request
  * order, one batched write per loop iteration, linger after "Connection: close", the
- * header and idle deadlines, and the reference count that keeps a connection's memory
+ * refusal of bad input (answered once, then nothing more is read), the header, body,
+ * send and idle deadlines, and the reference count that keeps a connection's memory
  * until its last in-flight request is answered. Everything here runs on the thread of
- * the connection's loop. Does not own loops or listeners (server.c does). */
+ * the connection's loop. Does not own loops or listeners (server.c does).
+ * Invariant: a connection holds at most max_pipeline requests (the refused input's error
+ * answer included) and at most one read buffer of unparsed input, whatever the peer does. */
 #ifndef COMMON_CONN_H
 #define COMMON_CONN_H
 
@@ -13,16 +16,22 @@
 struct server_loop;
 struct request;
 
-/* Accepts one pending connection of listener into l and starts reading it, or closes it
- * at once (accept failed, over --max-conns, or l is stopping). Counts it either way. */
-void conn_accept(struct server_loop *l, uv_stream_t *listener);
+/* Takes fd, a connected stream socket (non-blocking or not; server.c's accept4, or a
+ * socketpair end in tests), and starts serving it on l, or closes it at once (over
+ * --max-conns, l stopping, or libuv refused it). Counts it either way. Loop thread. */
+void conn_open(struct server_loop *l, int fd);
 
-/* The periodic sweep: closes connections whose deadline (idle, linger) passed; a
- * request whose headers did not arrive in time is answered 408 first. */
+/* The periodic sweep, with now_ms the loop's clock (loop_now_ms): turns each connection's
+ * progress since the last sweep into times, then applies the deadlines. A request whose
+ * header block is not complete header_timeout_ms after its first byte, or whose body got
+ * no byte for body_timeout_ms, is refused with 408 (answered after the requests in
+ * flight, then the connection closes); output that none was taken of for
+ * send_timeout_ms, an idle connection after idle_timeout_ms, and the end of a linger
+ * close the connection. Precision: one sweep period (never early). */
 void conn_sweep(struct server_loop *l, uint64_t now_ms);
 
 /* The graceful stop: closes the idle connections now; the others keep going until
- * their last response is written (no deadline meanwhile). */
+ * their last response is written (or the stop timeout closes them). */
 void conn_stop_idle(struct server_loop *l);
 
 /* Closes every connection of l (the stop timeout). */

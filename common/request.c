@@ -51,6 +51,7 @@ void request_free(struct request *req)
 struct request *request_pool_get(struct request_pool *p)
 {
     struct request *req = p->free;
+    p->in_use++;
     if (req == NULL)
         return request_new();
     p->free = req->next;
@@ -59,8 +60,16 @@ struct request *request_pool_get(struct request_pool *p)
     return req;
 }
 
+/* Frees b's memory when it grew above REQUEST_POOL_BUF_KEEP. */
+static void buf_trim(struct buf *b)
+{
+    if (b->cap > REQUEST_POOL_BUF_KEEP)
+        buf_free(b);
+}
+
 void request_pool_put(struct request_pool *p, struct request *req)
 {
+    p->in_use--;
     if (p->len >= POOL_KEEP) {
         request_free(req);
         return;
@@ -69,6 +78,10 @@ void request_pool_put(struct request_pool *p, struct request *req)
         free(req->users); /* list results are 20 KiB: keep only a few */
         req->users = NULL;
     }
+    /* one compare each on the common path: buffers rarely grow past the cap */
+    buf_trim(&req->body);
+    buf_trim(&req->target);
+    buf_trim(&req->resp.body);
     req->next = p->free;
     p->free = req;
     p->len++;

@@ -92,11 +92,18 @@ void request_free(struct request *req);
 struct request_pool {
     struct request *free; /* linked through next */
     unsigned len;
+    unsigned in_use;      /* handed out by get and not yet back through put */
 };
+
+/* Pooled requests keep buffers up to this capacity; a larger one (a big body, a long
+ * target, a large response) is freed when the request comes back, so a burst of large
+ * requests does not pin its memory in the pool. */
+#define REQUEST_POOL_BUF_KEEP (8 * 1024)
 
 /* A reset request from the pool, or a new one. */
 struct request *request_pool_get(struct request_pool *p);
-/* Takes req back (it is freed instead when the pool holds enough). */
+/* Takes req back (it is freed instead when the pool holds enough); buffers above
+ * REQUEST_POOL_BUF_KEEP are released first. */
 void request_pool_put(struct request_pool *p, struct request *req);
 /* Frees every pooled request; the pool is empty afterwards. */
 void request_pool_drain(struct request_pool *p);

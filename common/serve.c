@@ -1,5 +1,7 @@
-/* serve: process lifecycle shared by both servers; signals are taken with sigwait on
- * the main thread (blocked everywhere else), so no work happens in a signal handler. */
+/* serve: process lifecycle shared by both servers. The first SIGINT/SIGTERM is taken
+ * with sigwait on the main thread (blocked everywhere else), so the graceful stop runs
+ * in normal code; from then on a second one ends the process at once (a handler that
+ * only calls _exit), and a watchdog ends it if the stop outlives its bound. */
 #include "serve.h"
 
 #include <errno.h>
@@ -9,6 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#define STOP_GRACE_MS 500 /* the watchdog's margin past stop timeout + store timeout */
 
 /* nofile_raise: raises the soft RLIMIT_NOFILE to the hard limit (a login's soft limit is
  * often 1024, fewer descriptors than --max-conns connections need). Fills *soft (in effect
@@ -54,11 +60,97 @@ static void nofile_log(const char *prog, int rc, rlim_t soft, rlim_t was, rlim_t
                 (unsigned long long)soft, (unsigned long long)hard, raised, room);
 }
 
+/* The second signal: the stop is not wanted any more. Async-signal-safe: write, _exit. */
+static void on_second_signal(int sig)
+{
+    static const char msg[] = "server: second signal during the stop, exiting at once\n";
+    ssize_t n = write(STDERR_FILENO, msg, sizeof msg - 1);
+    (void)n;
+    _exit(128 + sig);
+}
+
+/* The stop watchdog: a thread that ends the process with status 1 if the stop has not
+ * finished by `deadline` (a loop or worker stuck where no timeout reaches it). */
+struct watchdog {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int done;
+    struct timespec deadline; /* CLOCK_MONOTONIC */
+    uint64_t bound_ms;
+    const char *prog;
+    pthread_t thread;
+    int running;
+};
+
+static void *watchdog_main(void *arg)
+{
+    struct watchdog *w = arg;
+    pthread_mutex_lock(&w->lock);
+    while (!w->done) {
+        if (pthread_cond_timedwait(&w->cond, &w->lock, &w->deadline) == ETIMEDOUT && !w->done) {
+            fprintf(stderr, "%s: the stop did not finish within %llu ms, exiting (status 1)\n",
+                    w->prog, (unsigned long long)w->bound_ms);
+            _exit(1);
+        }
+    }
+    pthread_mutex_unlock(&w->lock);
+    return NULL;
+}
+
+/* Arms the stop's two exits: a second signal (_exit(128 + signal)) and the watchdog
+ * (_exit(1) after bound_ms). Main thread, right after the first signal; sigs stay
+ * blocked in every other thread, so the handler runs on this one. */
+static void stop_guard_arm(struct watchdog *w, const sigset_t *sigs, const char *prog,
+                           uint64_t bound_ms)
+{
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_mutex_init(&w->lock, NULL);
+    pthread_cond_init(&w->cond, &ca);
+    pthread_condattr_destroy(&ca);
+    w->done = 0;
+    w->prog = prog;
+    w->bound_ms = bound_ms;
+    clock_gettime(CLOCK_MONOTONIC, &w->deadline);
+    w->deadline.tv_sec += (time_t)(bound_ms / 1000);
+    w->deadline.tv_nsec += (long)(bound_ms % 1000) * 1000000L;
+    if (w->deadline.tv_nsec >= 1000000000L) {
+        w->deadline.tv_sec++;
+        w->deadline.tv_nsec -= 1000000000L;
+    }
+    /* acquire: the watchdog thread (created with the signals still blocked) */
+    w->running = pthread_create(&w->thread, NULL, watchdog_main, w) == 0;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_second_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    pthread_sigmask(SIG_UNBLOCK, sigs, NULL); /* a pending second signal lands now */
+}
+
+/* The stop finished: the watchdog stands down. */
+static void stop_guard_disarm(struct watchdog *w)
+{
+    if (w->running) {
+        pthread_mutex_lock(&w->lock);
+        w->done = 1;
+        pthread_cond_signal(&w->cond);
+        pthread_mutex_unlock(&w->lock);
+        pthread_join(w->thread, NULL);
+    }
+    pthread_cond_destroy(&w->cond);
+    pthread_mutex_destroy(&w->lock);
+}
+
 int serve_main(int argc, char **argv, const struct serve_arch *arch)
 {
     struct serve_ctx *ctx = xcalloc(1, sizeof *ctx);
     int code = 1;
     char err[512] = "";
+    struct watchdog watchdog;
+    int guarded = 0;
 
     if (options_parse(&ctx->opt, argc, argv, arch->prog, arch->allow_workers) != 0) {
         free(ctx);
@@ -66,6 +158,11 @@ int serve_main(int argc, char **argv, const struct serve_arch *arch)
     }
     if (ctx->opt.help) {
         options_usage(stdout, arch->prog, arch->allow_workers);
+        free(ctx);
+        return 0;
+    }
+    if (ctx->opt.version) {
+        options_version(stdout, arch->prog);
         free(ctx);
         return 0;
     }
@@ -87,8 +184,10 @@ int serve_main(int argc, char **argv, const struct serve_arch *arch)
         goto out_free;
     }
     /* acquire: the store */
-    struct store_options so = {
-        .kind = ctx->opt.store, .db_path = ctx->opt.db_path, .seed_users = ctx->opt.seed_users};
+    struct store_options so = {.kind = ctx->opt.store,
+                               .db_path = ctx->opt.db_path,
+                               .seed_users = ctx->opt.seed_users,
+                               .timeout_ms = ctx->opt.store_timeout_ms};
     rc = store_open(&so, &ctx->store, err, sizeof err);
     if (rc < 0) {
         fprintf(stderr, "%s: cannot open the %s store: %s\n", arch->prog,
@@ -109,6 +208,8 @@ int serve_main(int argc, char **argv, const struct serve_arch *arch)
     cfg.max_conns = ctx->opt.max_conns;
     cfg.limits.max_body = ctx->opt.max_body;
     cfg.header_timeout_ms = ctx->opt.header_timeout_ms;
+    cfg.body_timeout_ms = ctx->opt.body_timeout_ms;
+    cfg.send_timeout_ms = ctx->opt.send_timeout_ms;
     cfg.idle_timeout_ms = ctx->opt.idle_timeout_ms;
     rc = server_create(&cfg, arch->hooks, ctx, &ctx->srv, err, sizeof err);
     if (rc < 0) {
@@ -146,7 +247,13 @@ int serve_main(int argc, char **argv, const struct serve_arch *arch)
 
     int sig = 0;
     sigwait(&sigs, &sig);
-    fprintf(stderr, "%s: %s received, stopping\n", arch->prog, sig == SIGINT ? "SIGINT" : "SIGTERM");
+    fprintf(stderr, "%s: %s received, stopping (a second signal exits at once)\n", arch->prog,
+            sig == SIGINT ? "SIGINT" : "SIGTERM");
+    /* every bound of the stop: in-flight work gets the stop timeout, a store call that
+     * holds a loop at that moment its own timeout */
+    stop_guard_arm(&watchdog, &sigs, arch->prog,
+                   cfg.stop_timeout_ms + ctx->opt.store_timeout_ms + STOP_GRACE_MS);
+    guarded = 1;
     server_stop(ctx->srv);
     code = 0;
 out_server:
@@ -163,6 +270,8 @@ out_log:
     accesslog_close(&ctx->log);
 out_free:
     free(ctx);
+    if (guarded)
+        stop_guard_disarm(&watchdog);
     if (code == 0)
         fprintf(stderr, "%s: stopped\n", arch->prog);
     return code;

@@ -1,7 +1,8 @@
 /* serve: the process skeleton both servers share: parse options, open the store and the
  * access log, create the loops (server.c), print "listening on", wait for SIGINT or
- * SIGTERM, stop gracefully, close the store, exit 0. The architecture plugs in through
- * struct serve_arch; nothing else differs between the two programs. */
+ * SIGTERM, stop gracefully, close the store, exit 0 (a second signal: exit 128 + signal
+ * at once; a stop past stop timeout + store timeout + 0.5 s: exit 1). The architecture
+ * plugs in through struct serve_arch; nothing else differs between the two programs. */
 #ifndef COMMON_SERVE_H
 #define COMMON_SERVE_H
 
@@ -34,7 +35,8 @@ struct serve_arch {
     void (*fini)(struct serve_ctx *ctx);
 };
 
-/* Runs a server process; returns the exit code (0 ok, 1 runtime failure, 2 usage). */
+/* Runs a server process; returns the exit code (0 ok, 1 runtime failure, 2 usage), or
+ * does not return (the stop's second signal or watchdog _exit, see above). */
 int serve_main(int argc, char **argv, const struct serve_arch *arch);
 
 #endif

@@ -1,8 +1,9 @@
 /* server: the connection layer both servers share: N libuv loops, one thread each, each
- * with its own SO_REUSEPORT listener (server.c); accept, read, parse (http.c), keep
- * responses in request order per connection, batch writes (one flush per loop iteration,
- * uv_try_write first), header/idle timeouts (conn.c); --max-conns, EMFILE without
- * spinning, graceful stop.
+ * with its own SO_REUSEPORT listener (server.c; the port must be free of other processes'
+ * listeners); accept, read, parse (http.c), keep responses in request order per
+ * connection, batch writes (one flush per loop iteration, uv_try_write first), the
+ * header, body, send and idle deadlines (conn.c); --max-conns, EMFILE without spinning
+ * or dropping the backlog, graceful stop.
  * What happens between "request parsed" and "response decided" is the architecture's
  * business (hooks->on_request); it must end in server_respond() on the same loop.
  * Invariants: a request and its connection belong to one loop; a connection's memory
@@ -25,13 +26,16 @@ struct server_config {
     unsigned threads;
     unsigned max_conns;        /* over it: accept and close */
     unsigned max_pipeline;     /* in-flight requests per connection before reading pauses */
-    uint64_t header_timeout_ms;
-    uint64_t idle_timeout_ms;
+    uint64_t header_timeout_ms; /* one request's header block, from its first byte: 408 */
+    uint64_t body_timeout_ms;  /* a body with no byte for this long: 408 */
+    uint64_t send_timeout_ms;  /* output pending and none of it taken for this long: close */
+    uint64_t idle_timeout_ms;  /* nothing in flight, nothing to write: close */
     uint64_t stop_timeout_ms;  /* graceful stop: force-close connections after this */
     struct http_limits limits;
 };
 
-/* Defaults: 127.0.0.1:8080, 1 thread, 10000 conns, pipeline 16, 10 s / 60 s / 1500 ms. */
+/* Defaults: 127.0.0.1:8080, 1 thread, 10000 conns, pipeline 16; header 10 s, body 10 s,
+ * send 60 s, idle 60 s, stop 1500 ms. */
 void server_config_default(struct server_config *cfg);
 
 struct server;
@@ -54,7 +58,10 @@ struct server_hooks {
 
 /* Creates the loops and binds every listener (so bind errors surface here): 0, or a
  * negative libuv error (a socket, a loop or one of its handles could not be made) with a
- * message in err; nothing is left allocated then. Borrows cfg, hooks and ctx. */
+ * one-line message in err; nothing is left allocated then. UV_EADDRINUSE when another
+ * socket already holds the port (a listener of another process, SO_REUSEPORT or not):
+ * the first listener is bound without SO_REUSEPORT, so it cannot join anybody's group,
+ * and only then allows its siblings in. Borrows cfg, hooks and ctx. */
 int server_create(const struct server_config *cfg, const struct server_hooks *hooks, void *ctx,
                   struct server **out, char *err, size_t errlen);
 /* The port actually bound (useful with port 0). */
@@ -76,6 +83,13 @@ void server_join(struct server *s);
  * started). Runs the close callbacks left and closes the handles of a loop that never
  * ran. Main thread. */
 void server_free(struct server *s);
+
+/* For tests and tools that drive a loop on their own thread instead of server_start:
+ * runs loop i for one non-blocking turn (uv_run UV_RUN_NOWAIT) and returns what uv_run
+ * returned. The first call makes the calling thread the loop's thread (loop_init runs,
+ * the sweep and flush handles start). Never together with server_start; server_stop +
+ * server_join wind such a loop down on the joining thread. */
+int server_loop_turn(struct server *s, unsigned i);
 
 unsigned server_loop_count(const struct server *s);
 struct server_loop *server_loop_at(struct server *s, unsigned i);

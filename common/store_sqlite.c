@@ -1,18 +1,23 @@
-/* store_sqlite: the users store on one SQLite connection (WAL, synchronous=NORMAL,
- * busy_timeout), table users(id INTEGER PRIMARY KEY, name, email). Every statement is
- * prepared once at open and reset after each use; writes run in BEGIN IMMEDIATE ..
- * COMMIT, a batch in one transaction. Not thread-safe: one caller at a time.
+/* store_sqlite: the users store on one SQLite connection (WAL, synchronous=NORMAL),
+ * table users(id INTEGER PRIMARY KEY, name, email). Every statement is prepared once at
+ * open and reset after each use; writes run in BEGIN IMMEDIATE .. COMMIT, a batch in one
+ * transaction. A lock held by another connection is waited for by a busy handler bounded
+ * per call (store.h: timeout_ms, then -EBUSY; after a timeout, calls of that kind do not
+ * wait until one succeeds). Not thread-safe: one caller at a time.
  * Invariant: outside a call no transaction is open and base.count == COUNT(*). */
 #include <errno.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "store_impl.h"
 #include "util.h"
 
-#define BUSY_TIMEOUT_MS 5000
+#define OPEN_BUSY_TIMEOUT_MS 5000 /* while opening: schema, WAL switch, seeding */
+
+enum call_kind { CALL_READ, CALL_WRITE };
 
 struct sqlite_store {
     struct store base;
@@ -23,7 +28,66 @@ struct sqlite_store {
     sqlite3_stmt *begin;  /* BEGIN IMMEDIATE */
     sqlite3_stmt *commit;
     sqlite3_stmt *rollback;
+    uint64_t timeout_ns;  /* the most one call waits for locks, in total */
+    uint64_t wait_start_ns; /* the current call's first wait; 0: it has not waited */
+    uint8_t kind;         /* the current call's enum call_kind */
+    uint8_t gave_up;      /* the current call's wait reached timeout_ns */
+    uint8_t tripped[2];   /* per kind: a wait timed out and no call of that kind has
+                             succeeded since, so calls of that kind do not wait */
 };
+
+/* SQLite's busy handler: called with the lock still held elsewhere, `count` times so far
+ * in this statement. Sleeps a little (1, 2, 5, 10, 15, 20, then 25 ms steps, never past
+ * the call's budget) and asks SQLite to try again (1), or gives up (0: the statement
+ * fails with SQLITE_BUSY). */
+static int busy_wait(void *arg, int count)
+{
+    static const unsigned steps_ms[] = {1, 2, 5, 10, 15, 20, 25};
+    struct sqlite_store *q = arg;
+    uint64_t now = now_ns();
+    if (q->wait_start_ns == 0)
+        q->wait_start_ns = now;
+    uint64_t waited = now - q->wait_start_ns;
+    if (q->tripped[q->kind] || waited >= q->timeout_ns) {
+        q->gave_up = 1;
+        return 0;
+    }
+    uint64_t step = (uint64_t)steps_ms[count < (int)ARRAY_LEN(steps_ms)
+                                           ? count
+                                           : (int)ARRAY_LEN(steps_ms) - 1] * 1000000u;
+    if (step > q->timeout_ns - waited)
+        step = q->timeout_ns - waited;
+    struct timespec ts = {.tv_sec = (time_t)(step / 1000000000u),
+                          .tv_nsec = (long)(step % 1000000000u)};
+    nanosleep(&ts, NULL);
+    return 1;
+}
+
+/* The start of one store call of that kind: a fresh wait budget. */
+static void call_begin(struct sqlite_store *q, enum call_kind kind)
+{
+    q->kind = (uint8_t)kind;
+    q->wait_start_ns = 0;
+    q->gave_up = 0;
+}
+
+/* The end of a call with result r: a success of its kind lets the next calls wait again;
+ * a wait that timed out makes them fail at once until then. Returns r. */
+static int call_end(struct sqlite_store *q, int r)
+{
+    if (r == 0 || r == -ENOENT)
+        q->tripped[q->kind] = 0;
+    else if (r == -EBUSY && q->gave_up)
+        q->tripped[q->kind] = 1;
+    return r;
+}
+
+/* A failed SQLite result as a store error: a lock not obtained is -EBUSY, the rest -EIO. */
+static int sql_error(int rc)
+{
+    int primary = rc & 0xff;
+    return primary == SQLITE_BUSY || primary == SQLITE_LOCKED ? -EBUSY : -EIO;
+}
 
 static int fail(char *err, size_t errlen, const char *path, const char *what, sqlite3 *db)
 {
@@ -33,12 +97,13 @@ static int fail(char *err, size_t errlen, const char *path, const char *what, sq
     return -EIO;
 }
 
-/* Runs one statement to completion (reset afterwards): SQLITE_DONE/ROW -> 0, else -EIO. */
+/* Runs one statement to completion (reset afterwards): SQLITE_DONE/ROW -> 0, else
+ * -EBUSY (a lock not obtained) or -EIO. */
 static int step_once(sqlite3_stmt *st)
 {
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
-    return (rc == SQLITE_DONE || rc == SQLITE_ROW) ? 0 : -EIO;
+    return (rc == SQLITE_DONE || rc == SQLITE_ROW) ? 0 : sql_error(rc);
 }
 
 /* Reads a column of text into dst (cap bytes + NUL); -EIO when it does not fit. */
@@ -145,7 +210,7 @@ int store_sqlite_open(const struct store_options *opt, struct store **out, char 
         r = fail(err, errlen, path, "open", q->db);
         goto fail_db;
     }
-    sqlite3_busy_timeout(q->db, BUSY_TIMEOUT_MS);
+    sqlite3_busy_timeout(q->db, OPEN_BUSY_TIMEOUT_MS); /* opening may wait longer */
     /* per-connection pragmas; journal_mode answers with the mode actually in force */
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(q->db, "PRAGMA journal_mode=WAL", -1, &st, NULL) != SQLITE_OK ||
@@ -181,6 +246,9 @@ int store_sqlite_open(const struct store_options *opt, struct store **out, char 
         r = fail(err, errlen, path, "COUNT(*)", q->db);
         goto fail_stmts;
     }
+    /* from here on, calls wait for locks within their budget only */
+    q->timeout_ns = (opt->timeout_ms ? opt->timeout_ms : STORE_TIMEOUT_DEFAULT_MS) * 1000000u;
+    sqlite3_busy_handler(q->db, busy_wait, q);
     *out = &q->base;
     return 0;
 
@@ -209,16 +277,17 @@ static int sqlite_get(struct store *s, uint64_t id, struct user *out)
     if (id > (uint64_t)INT64_MAX)
         return -ENOENT;
     int r;
+    call_begin(q, CALL_READ);
     sqlite3_bind_int64(q->get, 1, (sqlite3_int64)id);
     int rc = sqlite3_step(q->get);
     if (rc == SQLITE_ROW) {
         out->id = id;
         r = row_to_user(q->get, 0, out);
     } else {
-        r = rc == SQLITE_DONE ? -ENOENT : -EIO;
+        r = rc == SQLITE_DONE ? -ENOENT : sql_error(rc);
     }
     sqlite3_reset(q->get);
-    return r;
+    return call_end(q, r);
 }
 
 static int sqlite_list(struct store *s, uint64_t after, unsigned limit, struct user *out,
@@ -229,6 +298,7 @@ static int sqlite_list(struct store *s, uint64_t after, unsigned limit, struct u
     int r = 0, rc;
     if (after > (uint64_t)INT64_MAX)
         return 0;
+    call_begin(q, CALL_READ);
     sqlite3_bind_int64(q->list, 1, (sqlite3_int64)after);
     sqlite3_bind_int64(q->list, 2, (sqlite3_int64)limit + 1); /* one more: has_more */
     while ((rc = sqlite3_step(q->list)) == SQLITE_ROW) {
@@ -242,19 +312,21 @@ static int sqlite_list(struct store *s, uint64_t after, unsigned limit, struct u
         n++;
     }
     if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-        r = -EIO;
+        r = sql_error(rc);
     sqlite3_reset(q->list);
     *count = r == 0 ? n : 0;
     if (r != 0)
         *has_more = 0;
-    return r;
+    return call_end(q, r);
 }
 
 static int sqlite_create_batch(struct store *s, struct user *in, size_t n)
 {
     struct sqlite_store *q = (struct sqlite_store *)s;
-    if (step_once(q->begin) != 0)
-        return -EIO;
+    call_begin(q, CALL_WRITE);
+    int r = step_once(q->begin); /* the write lock: where another writer makes us wait */
+    if (r != 0)
+        return call_end(q, r);
     size_t i;
     for (i = 0; i < n; i++) {
         sqlite3_bind_text(q->insert, 1, in[i].name, in[i].name_len, SQLITE_STATIC);
@@ -262,14 +334,16 @@ static int sqlite_create_batch(struct store *s, struct user *in, size_t n)
         int rc = sqlite3_step(q->insert);
         sqlite3_reset(q->insert);
         sqlite3_clear_bindings(q->insert);
-        if (rc != SQLITE_DONE)
+        if (rc != SQLITE_DONE) {
+            r = sql_error(rc);
             goto rollback;
+        }
         in[i].id = (uint64_t)sqlite3_last_insert_rowid(q->db);
     }
-    if (step_once(q->commit) != 0)
+    if ((r = step_once(q->commit)) != 0)
         goto rollback;
     q->base.count += n;
-    return 0;
+    return call_end(q, 0);
 
 rollback:
     /* an error may already have ended the transaction; roll back only if still open */
@@ -277,7 +351,7 @@ rollback:
         step_once(q->rollback);
     for (size_t j = 0; j < n; j++)
         in[j].id = 0;
-    return -EIO;
+    return call_end(q, r);
 }
 
 static const struct store_ops sqlite_ops = {

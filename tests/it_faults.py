@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
 # it_faults: faults, slow clients and overload against each server ($SERVER, or
-# $BUILD/async-server and $BUILD/actor-server): slowloris and idle timeouts, a low fd
-# limit, thousands of RST disconnects (fds/RSS flat, no sanitizer report: run with
-# BUILD=build-address for ASan+UBSan), SIGTERM under load, kill -9 durability of the
-# SQLite store, and 10x overload (200/201/503+Retry-After only, no hang, RSS plateau).
+# $BUILD/async-server and $BUILD/actor-server): slowloris, body and idle timeouts, a
+# steady pipeline across the header timeout, a store locked by another process (503
+# within the store timeout, /ping and SIGTERM not held), a second SIGTERM, a port another
+# process holds, the command line, a low fd limit, thousands of RST disconnects (fds/RSS
+# flat, no sanitizer report: run with BUILD=build-address for ASan+UBSan), SIGTERM under
+# load, kill -9 durability of the SQLite store, and 10x overload (200/201/503+Retry-After
+# only, no hang, RSS plateau).
 # TAP on stdout. Env: FAULTS_ONLY (substring of a test name), FAULTS_LONG=1 (longer soaks),
 # FAULTS_DISCONNECT_ROUNDS, FAULTS_KILL_ROUNDS, FAULTS_OVERLOAD_S, FAULTS_OVERLOAD_WARM_S.
 import collections
@@ -23,7 +26,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from reliability_lib import (BEARER, BUILD, Reader, Server, Tap, connect, get,  # noqa: E402
-                             healthy, nofile_shortfall, post, server_binaries)
+                             healthy, nofile_shortfall, post, request, server_binaries)
 
 LONG = os.environ.get("FAULTS_LONG") == "1"
 ONLY = os.environ.get("FAULTS_ONLY", "")
@@ -32,6 +35,7 @@ KILL_ROUNDS = int(os.environ.get("FAULTS_KILL_ROUNDS", "40" if LONG else "10"))
 OVERLOAD_S = float(os.environ.get("FAULTS_OVERLOAD_S", "30" if LONG else "5"))
 OVERLOAD_WARM_S = float(os.environ.get("FAULTS_OVERLOAD_WARM_S", "5"))
 HEADER_TIMEOUT_MS = 2000
+BODY_TIMEOUT_MS = 2000
 IDLE_TIMEOUT_MS = 3000
 SWEEP_SLACK_S = 1.0  # the server checks deadlines every 250 ms; scheduling noise on top
 PING = b"GET /ping HTTP/1.1\r\nHost: t\r\n\r\n"
@@ -43,11 +47,13 @@ os.environ.setdefault("UBSAN_OPTIONS", "print_stacktrace=1")
 
 
 def start_with_timeouts(path, store="memory", **kw):
-    """Starts with the hidden short-timeout flags; falls back to the defaults when the
-    server refuses them. Returns (server, header_timeout_s, idle_timeout_s or None)."""
+    """Starts with short header, body and idle timeouts; falls back to the defaults when
+    the server refuses the flags. Returns (server, header_timeout_s, idle_timeout_s or
+    None); the body timeout is BODY_TIMEOUT_MS when the idle one is not None."""
     args = list(kw.pop("args", []))
     try:
         srv = Server(path, store, args=args + ["--header-timeout-ms", str(HEADER_TIMEOUT_MS),
+                                                "--body-timeout-ms", str(BODY_TIMEOUT_MS),
                                                 "--idle-timeout-ms", str(IDLE_TIMEOUT_MS)],
                      **kw).start()
         return srv, HEADER_TIMEOUT_MS / 1000.0, IDLE_TIMEOUT_MS / 1000.0
@@ -128,30 +134,43 @@ def test_slowloris(tap, label, path):
             s = connect(srv.port)
             s.sendall(b"GET /ping HTTP/1.1\r\nHost: t\r\nX-Slow: ")
             socks.append(s)
+        # the body deadline is progress-based (nginx's client_body_timeout): a body that
+        # keeps coming, however slowly, is not cut; one that stops is, with 408
+        body = b'{"name":"slowbody","email":"slow@example.com"}'
+        body_head = (b"POST /users HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer " +
+                     BEARER.encode() + b"\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: %d\r\n\r\n" % len(body))
         slow_body = connect(srv.port)
-        slow_body.sendall(b"POST /users HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer " +
-                          BEARER.encode() + b"\r\nContent-Type: application/json\r\n"
-                          b"Content-Length: 100\r\n\r\n{")
+        slow_body.sendall(body_head + body[:1])
+        slow_sent = 1
+        stalled_body = connect(srv.port)
+        stalled_body.sendall(body_head + body[:1])
         t0 = time.monotonic()
         closed_at = {}
         got408 = 0
         step_s = 0.5 if hdr_s < 5 else 1.0
         next_send = t0 + step_s
         limit_s = hdr_s + SWEEP_SLACK_S + 1.0
-        everyone = socks + [slow_body]
-        for s in everyone:
+        everyone = socks + [stalled_body]
+        for s in everyone + [slow_body]:
             s.setblocking(False)
-        bufs = {s: b"" for s in everyone}
+        bufs = {s: b"" for s in everyone + [slow_body]}
         while len(closed_at) < len(everyone) and time.monotonic() - t0 < limit_s:
             now = time.monotonic()
             if now >= next_send:
                 next_send += step_s
-                for s in everyone:
+                for s in socks:
                     if s not in closed_at:
                         try:
-                            s.send(b"a")  # one more header (or body) byte
+                            s.send(b"a")  # one more header byte
                         except OSError:
                             pass
+                if slow_sent < len(body) - 1:
+                    try:
+                        slow_body.send(body[slow_sent:slow_sent + 1])  # one more body byte
+                        slow_sent += 1
+                    except OSError:
+                        pass
             live = [s for s in everyone if s not in closed_at]
             r, _, _ = select.select(live, [], [], 0.05)
             for s in r:
@@ -175,12 +194,36 @@ def test_slowloris(tap, label, path):
                "timeout" % (label, n, step_s, hdr_s),
                "closed %d of %d; times %s; early %s" % (len(closed_at), len(everyone),
                                                         times[:3] + times[-3:], early))
-        tap.ok(slow_body in closed_at and closed_at[slow_body] >= hdr_s * 0.9,
-               "%s: a slow body (1 byte / %.1f s) is closed too" % (label, step_s),
-               "closed at %s" % closed_at.get(slow_body))
+        tap.ok(stalled_body in closed_at and closed_at[stalled_body] >= hdr_s * 0.9,
+               "%s: a body that stops is closed at the body timeout" % label,
+               "closed at %s" % closed_at.get(stalled_body))
         tap.ok(got408 == len(everyone), "%s: timed-out clients get 408 before the close" % label,
                "%d of %d got 408" % (got408, len(everyone)))
-        for s in everyone:
+        # the slow but steady body was never cut: the rest of it gets its 201
+        outcome = "cut"
+        try:
+            extra = slow_body.recv(65536)
+            outcome = "closed" if not extra else "answered early: %r" % extra[:60]
+        except BlockingIOError:
+            slow_body.setblocking(True)
+            slow_body.settimeout(5)
+            try:
+                slow_body.sendall(body[slow_sent:])
+                resp = Reader(slow_body).response()
+                outcome = "status %d" % resp.status
+            except (OSError, EOFError, ValueError) as e:
+                outcome = repr(e)
+        except OSError as e:
+            outcome = repr(e)
+        if idle_s is None:
+            tap.skip("%s: a slow but steady body is not cut" % label,
+                     "server has no --body-timeout-ms")
+        else:
+            tap.ok(outcome == "status 201",
+                   "%s: a slow but steady body (1 byte / %.1f s for %.1f s, past the %.0f s "
+                   "header and body timeouts) is not cut, then answered 201" %
+                   (label, step_s, time.monotonic() - t0, hdr_s), outcome)
+        for s in everyone + [slow_body]:
             s.close()
         if idle_s is None:
             tap.skip("%s: idle keep-alive closed at the idle timeout" % label,
@@ -210,6 +253,233 @@ def test_slowloris(tap, label, path):
                "failures %r" % probe.fails[:5])
     finally:
         finish_server(tap, label + " slowloris", srv)
+
+
+# ---- a steady pipeline across the header deadline ----
+
+def test_stream(tap, label, path):
+    """Pipelines GET /ping for twice the header timeout, one write every 50 ms, each write
+    ending inside a request: every request's header block is quick, so none may get 408
+    (the old servers armed the header deadline once, at the first partial read, and cut
+    the stream after the timeout, losing what was in flight)."""
+    srv, hdr_s, idle_s = start_with_timeouts(path)
+    try:
+        s = connect(srv.port)
+        s.setblocking(False)
+        writes = int(hdr_s * 2 / 0.05)
+        stream = PING * (writes + 1)
+        sent, got, t0 = 0, b"", time.monotonic()
+        next_send = t0
+        closed = False
+        for k in range(writes):
+            end = len(PING) // 2 + k * len(PING)  # in the middle of request k
+            while time.monotonic() < next_send:
+                r, _, _ = select.select([s], [], [], max(0.0, next_send - time.monotonic()))
+                if r:
+                    try:
+                        chunk = s.recv(65536)
+                    except (BlockingIOError, ConnectionResetError):
+                        chunk = b""
+                    if not chunk:
+                        closed = True
+                        break
+                    got += chunk
+            if closed:
+                break
+            next_send += 0.05
+            try:
+                sent += s.send(stream[sent:end])
+            except BlockingIOError:
+                pass
+        complete = sent // len(PING)
+        s.setblocking(True)
+        s.settimeout(5)
+        deadline = time.monotonic() + 5
+        while not closed and got.count(b"HTTP/1.1 ") < complete and time.monotonic() < deadline:
+            try:
+                chunk = s.recv(65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            got += chunk
+        answers = got.count(b"HTTP/1.1 200 ")
+        took = time.monotonic() - t0
+        tap.ok(got.count(b"HTTP/1.1 408") == 0 and not closed and answers == complete and
+               took > hdr_s * 1.5,
+               "%s: %d pipelined requests over %.1f s, every write ending inside one, past the "
+               "%.0f s header timeout: all answered, no 408" % (label, complete, took, hdr_s),
+               "%d of %d answered; 408s %d; closed %s" %
+               (answers, complete, got.count(b"HTTP/1.1 408"), closed))
+        s.close()
+    finally:
+        finish_server(tap, label + " stream", srv)
+
+
+# ---- a store that does not answer ----
+
+LOCKED_POST = post(b'{"name":"locked","email":"l@example.com"}')
+
+
+def posts_under_lock(port, n_conns, per_conn):
+    """n_conns clients each pipelining per_conn POSTs; returns [(seconds, [statuses],
+    [retry-after values]) or repr(error)]."""
+    out = []
+
+    def one():
+        try:
+            s = connect(port, 10)
+            t0 = time.monotonic()
+            s.sendall(LOCKED_POST * per_conn)
+            r = Reader(s)
+            resps = [r.response() for _ in range(per_conn)]
+            out.append((time.monotonic() - t0, [x.status for x in resps],
+                        [x.headers.get("retry-after") for x in resps]))
+            s.close()
+        except (OSError, EOFError, ValueError) as e:
+            out.append(repr(e))
+    threads = [threading.Thread(target=one, daemon=True) for _ in range(n_conns)]
+    for t in threads:
+        t.start()
+    return threads, out
+
+
+def ping_s(port):
+    """Seconds a fresh client waits for GET /ping 200 (None when it failed)."""
+    t0 = time.monotonic()
+    try:
+        resp, r = request(port, PING, timeout_s=10)
+        r.sock.close()
+        return time.monotonic() - t0 if resp.status == 200 else None
+    except (OSError, AttributeError):
+        return None
+
+
+def test_stuck_store(tap, label, path):
+    """Another process holds the SQLite write lock (a sqlite3 shell in a transaction):
+    POSTs are answered 503 + Retry-After within the store timeout (250 ms by default)
+    instead of waiting 5 s per statement; requests that do not need the store (/ping) wait
+    at most about one store timeout; SIGTERM with POSTs stuck still exits 0 within 2 s;
+    once the lock is gone POSTs succeed again. The old servers took 19.9 s for a /ping and
+    14.8 s to stop."""
+    import sqlite3
+    work = tempfile.mkdtemp(prefix="it-stuck-")
+    db = os.path.join(work, "stuck.db")
+    srv = Server(path, "sqlite", db=db, workdir=work, seed=100).start()
+    holder = None
+    try:
+        holder = sqlite3.connect(db, isolation_level=None, timeout=5)
+        holder.execute("BEGIN IMMEDIATE")
+        # SIGTERM while the first POSTs wait for the lock (a fresh server: nothing has
+        # timed out yet, so the first call really waits its full timeout)
+        threads, out = posts_under_lock(srv.port, 4, 2)
+        time.sleep(0.05)
+        t0 = time.monotonic()
+        srv.signal(signal.SIGTERM)
+        rc = srv.wait(20)
+        took = time.monotonic() - t0
+        tap.ok(rc == 0 and took < 2.0,
+               "%s: SIGTERM with POSTs waiting on a locked store: exit 0 in %.2f s" %
+               (label, took), "rc %r\n%s" % (rc, "\n".join(srv.log[-8:])))
+        for t in threads:
+            t.join(5)
+        srv = Server(path, "sqlite", db=db, workdir=work, seed=100).start()
+        threads, out = posts_under_lock(srv.port, 8, 3)
+        time.sleep(0.05)
+        pings = [ping_s(srv.port) for _ in range(5)]
+        for t in threads:
+            t.join(20)
+        bad = [o for o in out if isinstance(o, str) or set(o[1]) != {503} or
+               set(o[2]) != {"1"}]
+        worst = max((o[0] for o in out if not isinstance(o, str)), default=None)
+        tap.ok(len(out) == 8 and not bad and worst is not None and worst < 2.0,
+               "%s: 24 POSTs under a write lock held by another process: all 503 with "
+               "Retry-After: 1 within %.2f s" % (label, worst or -1), "%r" % (bad or out)[:3])
+        tap.ok(None not in pings and max(pings) < 1.0,
+               "%s: /ping meanwhile answered within one store timeout plus slack (worst "
+               "%.0f ms)" % (label, 1000 * max(p or 99 for p in pings)), "%r" % pings)
+        holder.execute("ROLLBACK")
+        resp, r = request(srv.port, LOCKED_POST)
+        r.sock.close()
+        tap.ok(getattr(resp, "status", None) == 201,
+               "%s: the lock released, a POST is stored (201)" % label, repr(resp))
+    finally:
+        if holder is not None:
+            holder.close()
+        finish_server(tap, label + " stuck store", srv)
+
+
+# ---- signals ----
+
+def test_second_signal(tap, label, path):
+    """The graceful stop waits for a connection with a request half sent (up to the 1.5 s
+    stop timeout); a second SIGTERM meanwhile exits at once with 128 + 15 (the old
+    servers ignored it)."""
+    srv = Server(path, "memory").start()
+    s = connect(srv.port)
+    s.sendall(b"GET /ping HTTP/1.1\r\nHo")
+    time.sleep(0.1)
+    srv.signal(signal.SIGTERM)
+    time.sleep(0.2)
+    t0 = time.monotonic()
+    srv.signal(signal.SIGTERM)
+    rc = srv.wait(3)
+    took = time.monotonic() - t0
+    if rc is None:
+        srv.kill()
+    s.close()
+    tap.ok(rc == 128 + signal.SIGTERM and took < 0.5,
+           "%s: a second SIGTERM during the stop exits at once with %d (%.0f ms)" %
+           (label, 128 + signal.SIGTERM, took * 1000), "rc %r\n%s" % (rc, "\n".join(srv.log[-5:])))
+
+
+# ---- the port ----
+
+def test_port_in_use(tap, label, path):
+    """A server refuses a port on which another process listens, SO_REUSEPORT or not
+    (exit 1, one line on stderr); the first server keeps all the traffic. The old servers
+    joined the first one's SO_REUSEPORT group silently and took half of its requests."""
+    first = Server(path, "memory").start()
+    try:
+        for who, port in (("a running server", first.port), ("a foreign SO_REUSEPORT listener",
+                                                               None)):
+            foreign = None
+            if port is None:
+                foreign = socket.socket()
+                foreign.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+                foreign.bind(("127.0.0.1", 0))
+                foreign.listen(8)
+                port = foreign.getsockname()[1]
+            p = subprocess.run([path, "--port", str(port), "--threads", "2"],
+                               stdin=subprocess.DEVNULL, capture_output=True, timeout=10)
+            err = p.stderr.decode("utf-8", "replace").strip().splitlines()
+            tap.ok(p.returncode == 1 and len(err) == 1 and "already in use" in err[0],
+                   "%s: a port held by %s is refused: exit 1, one line" % (label, who),
+                   "rc %r: %r" % (p.returncode, err[:3]))
+            if foreign is not None:
+                foreign.close()
+        seen = [ping_s(first.port) for _ in range(12)]
+        tap.ok(None not in seen, "%s: the first server still answers every request" % label,
+               "%r" % seen)
+    finally:
+        finish_server(tap, label + " port", first)
+
+
+def test_cli(tap, label, path):
+    """--version names the program, the commit it was built from and the libraries; -h is
+    the help; a usage error is two lines, exit 2."""
+    p = subprocess.run([path, "--version"], capture_output=True, timeout=10)
+    out = p.stdout.decode("utf-8", "replace")
+    tap.ok(p.returncode == 0 and out.startswith(os.path.basename(path) + " ") and
+           "libuv " in out and "llhttp " in out and "sqlite " in out and out.count("\n") == 1,
+           "%s: --version is one line: program, commit, libuv, llhttp, sqlite" % label, out)
+    p = subprocess.run([path, "-h"], capture_output=True, timeout=10)
+    tap.ok(p.returncode == 0 and b"--store-timeout-ms" in p.stdout,
+           "%s: -h prints the help (with the timeouts), exit 0" % label)
+    p = subprocess.run([path, "--threads="], capture_output=True, timeout=10)
+    err = p.stderr.decode("utf-8", "replace").splitlines()
+    tap.ok(p.returncode == 2 and len(err) == 2 and "--threads" in err[0] and "--help" in err[1],
+           "%s: an empty value is a usage error in two lines, exit 2" % label, "%r" % err)
 
 
 # ---- file descriptors ----
@@ -794,6 +1064,11 @@ def main():
     tap = Tap()
     tests = [
         ("slowloris", lambda l, p: test_slowloris(tap, l, p)),
+        ("stream", lambda l, p: test_stream(tap, l, p)),
+        ("stuckstore", lambda l, p: test_stuck_store(tap, l, p)),
+        ("secondsignal", lambda l, p: test_second_signal(tap, l, p)),
+        ("port", lambda l, p: test_port_in_use(tap, l, p)),
+        ("cli", lambda l, p: test_cli(tap, l, p)),
         ("fdlimit", lambda l, p: test_fd_limit(tap, l, p)),
         ("maxconns", lambda l, p: test_max_conns(tap, l, p)),
         ("disconnect", lambda l, p: [test_disconnects(tap, l, p, st) for st in ("memory", "sqlite")]),

@@ -2,7 +2,8 @@
 # it_hostile: hostile and malformed requests over raw TCP against each server ($SERVER, or
 # $BUILD/async-server and $BUILD/actor-server) with both stores. Each case checks its
 # specific status, whether the connection closes (FIN, never a reset) or stays usable,
-# and that a fresh client is then served normally. TAP on stdout.
+# and that a fresh client is then served normally; an invalid byte and a stream behind a
+# request waiting on the store get one 400 and take no memory. TAP on stdout.
 # Does not test timeouts or load (tests/it_faults.py does).
 import os
 import sys
@@ -432,6 +433,68 @@ def check_byte_by_byte(tap, label, port):
     s.close()
 
 
+def check_error_behind_inflight(tap, sname, path):
+    """Issue 25, bug 1: a POST waits in the store (another process holds the SQLite write
+    lock), then the same connection sends one invalid byte and a stream of one-byte
+    writes for a second. Exactly one 400 (after the POST's own answer), then the close;
+    the server's memory does not grow with the stream (the old actor server answered every
+    read with a new request: 246 MB in 3 s). The actor server runs its store on a worker
+    (--workers 1) so that the connection's loop is free to read meanwhile."""
+    import socket
+    import sqlite3
+    import time
+    label = "%s/sqlite" % sname
+    extra = ["--workers", "1"] if sname == "actor-server" else []
+    try:
+        srv = Server(path, "sqlite", args=extra + ["--store-timeout-ms", "3000"]).start()
+    except RuntimeError:  # an old server without the flag waits 5 s anyway
+        srv = Server(path, "sqlite", args=extra).start()
+    holder = sqlite3.connect(srv.db, isolation_level=None, timeout=5)
+    try:
+        holder.execute("BEGIN IMMEDIATE")
+        rss0 = srv.rss_kb()
+        s = connect(srv.port)
+        s.sendall(post(b'{"name":"inflight","email":"i@example.com"}'))
+        time.sleep(0.1)
+        s.sendall(b"\x01")
+        s.setblocking(False)
+        sent, t0 = 0, time.monotonic()
+        while time.monotonic() - t0 < 1.0:
+            try:
+                sent += s.send(b"x")
+            except BlockingIOError:
+                time.sleep(0.001)  # the server stopped reading: the socket is full
+        rss1 = srv.rss_kb()
+        holder.execute("ROLLBACK")
+        s.setblocking(True)
+        s.settimeout(5)
+        r = Reader(s)
+        statuses, how = [], None
+        try:
+            while True:
+                resp = r.response()
+                statuses.append(resp.status)
+                if resp.headers.get("connection", "").lower() == "close":
+                    break
+            how = r.closed(5)
+        except (OSError, EOFError, ValueError) as e:
+            how = repr(e)
+        tap.ok(statuses == [201, 400] and how == "eof",
+               "%s: an invalid byte behind a POST waiting on the store: its 201, one 400, "
+               "then FIN" % label, "statuses %r, then %r" % (statuses, how))
+        tap.ok(rss1 - rss0 < 16 * 1024,
+               "%s: %d one-byte writes after the error take no memory (RSS %d -> %d KiB)" %
+               (label, sent, rss0, rss1), "grew %d KiB" % (rss1 - rss0))
+        s.close()
+        tap.ok(healthy(srv.port) is None, "%s: serves normally afterwards" % label)
+    finally:
+        holder.close()
+        rc = srv.stop()
+    tap.ok(rc == 0, "%s: SIGTERM exit code 0 after the error stream" % label, "rc=%s" % rc)
+    reports = srv.sanitizer_reports()
+    tap.ok(not reports, "%s: no sanitizer reports (error stream)" % label, "\n".join(reports))
+
+
 def main():
     tap = Tap()
     only = os.environ.get("HOSTILE_FILTER", "")
@@ -461,6 +524,8 @@ def main():
             tap.ok(rc == 0, "%s: SIGTERM exit code 0" % label, "rc=%s\n%s" % (rc, "\n".join(srv.log[-10:])))
             reports = srv.sanitizer_reports()
             tap.ok(not reports, "%s: no sanitizer reports" % label, "\n".join(reports))
+        if not only or only in "error behind in-flight":
+            check_error_behind_inflight(tap, sname, path)
     tap.finish()
 
 

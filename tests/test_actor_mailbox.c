@@ -193,6 +193,9 @@ static void test_stalled_producer_blocks_no_producer(void **state)
     assert_int_equal(pthread_join(other, NULL), 0);
     assert_int_equal(st.other_rc, 0);
     assert_int_equal(mailbox_depth(&mb), 2);
+    /* A consumer that must not wait is told so at once and takes nothing. */
+    assert_int_equal(mailbox_try_pop(&mb, &msg), -EBUSY);
+    assert_int_equal(mailbox_depth(&mb), 2);
     /* The consumer waits for the stalled message (published 50 ms later), then the next. */
     assert_int_equal(pthread_create(&late, NULL, late_publisher, &st), 0);
     assert_int_equal(mailbox_pop(&mb, &msg), 0);

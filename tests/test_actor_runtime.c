@@ -5,7 +5,8 @@
  * callback, a timer and another thread (local sends skip the wake-up; none may get
  * stuck) with batch_end once per run; same-thread sends on a thread scheduler take the
  * local half (no ring), fill at its bound, and cannot starve actors made runnable from
- * other threads. A thread scheduler whose thread finds no address space for its stack
+ * other threads. A loop's drain never waits for a sender preempted between claim and
+ * publish. A thread scheduler whose thread finds no address space for its stack
  * (a lowered RLIMIT_AS) fails to start with -EAGAIN, nothing leaked, and starts later.
  * Counts shrink under ThreadSanitizer. */
 #include <errno.h>
@@ -350,6 +351,80 @@ static void test_stop_join_drains_uv(void **state)
     assert_int_equal(uv_run(&loop, UV_RUN_DEFAULT), 0); /* runs the close callback */
     actor_free(a);
     actor_free(b);
+    sched_free(s);
+    assert_int_equal(uv_loop_close(&loop), 0);
+}
+
+/* ---- a sender preempted between claim and publish ---- */
+
+/* The second half of a send whose first half (the claim of `pos`) the test made: after
+ * delay_ms, the message store, the publishing release store, and the pending count, as
+ * actor_send_remote makes them. */
+struct late_sender {
+    struct actor *to;
+    size_t pos;
+    void *msg;
+    unsigned delay_ms;
+};
+
+static void *late_sender_main(void *arg)
+{
+    struct late_sender *ls = arg;
+    struct mailbox *mb = &ls->to->mailbox;
+
+    sleep_ms(ls->delay_ms);
+    mb->cells[ls->pos & mb->mask].msg = ls->msg;
+    atomic_store_explicit(&mb->cells[ls->pos & mb->mask].seq, ls->pos + 1,
+                          memory_order_release);
+    if (atomics_add_acq_rel(&ls->to->pending, 1) == 0)
+        sched_ready(ls->to->home, ls->to);
+    return NULL;
+}
+
+/* An I/O loop's scheduler never waits for a sender preempted between claiming its slot
+ * and publishing it: the drain stops at the unpublished message and asks the loop for
+ * another turn, so the loop keeps serving its sockets; once the sender publishes, both
+ * messages run, in order. (The old pop spun and sched_yield'ed inside the drain, so the
+ * loop stood still for as long as the sender was off its CPU: 300 ms here.) */
+static void test_uv_drain_never_waits_for_a_sender(void **state)
+{
+    uv_loop_t loop;
+    struct sched *s;
+    struct order_state st = {.next = {1}};
+    struct late_sender ls;
+    pthread_t late;
+
+    assert_int_equal(uv_loop_init(&loop), 0);
+    assert_int_equal(sched_new_uv(&loop, &s), 0);
+    struct actor *a = actor_new("a", order_fn, &st, s, 64, NULL);
+    assert_non_null(a);
+    assert_int_equal(sched_start(s), 0);
+    /* sender 1 claims slot 0 and is preempted; sender 2's message lands behind it */
+    ls = (struct late_sender){.to = a, .pos = atomic_fetch_add(&a->mailbox.tail, 1),
+                              .msg = msg_make(0, 1), .delay_ms = 300};
+    assert_int_equal(actor_send_remote(a, msg_make(0, 2)), 0);
+    assert_int_equal(pthread_create(&late, NULL, late_sender_main, &ls), 0);
+
+    uint64_t t0 = now_ns();
+    sched_uv_drain(s);
+    for (int i = 0; i < 10; i++)
+        uv_run(&loop, UV_RUN_NOWAIT); /* the loop's turns go on meanwhile */
+    uint64_t ms = (now_ns() - t0) / 1000000u;
+    if (ms >= 100)
+        fail_msg("the loop waited %llu ms for a sender that had not published",
+                 (unsigned long long)ms);
+    assert_int_equal(st.seen, 0); /* message 2 waits behind message 1: FIFO */
+
+    assert_int_equal(pthread_join(late, NULL), 0);
+    for (int i = 0; i < 1000 && st.seen < 2; i++) {
+        uv_run(&loop, UV_RUN_NOWAIT);
+        sleep_ms(1);
+    }
+    assert_int_equal(st.seen, 2);
+    assert_int_equal(st.bad, 0);
+    assert_int_equal(sched_stop_and_join(s), 0);
+    assert_int_equal(uv_run(&loop, UV_RUN_DEFAULT), 0);
+    actor_free(a);
     sched_free(s);
     assert_int_equal(uv_loop_close(&loop), 0);
 }
@@ -1108,6 +1183,7 @@ int main(void)
         cmocka_unit_test(test_many_producers_into_one_actor),
         cmocka_unit_test(test_full_mailbox_then_drain),
         cmocka_unit_test(test_bad_ring_size),
+        cmocka_unit_test(test_uv_drain_never_waits_for_a_sender),
         cmocka_unit_test(test_batch_bound_and_fairness),
         cmocka_unit_test(test_batch_setting),
         cmocka_unit_test(test_stop_join_drains_thread),

@@ -5,7 +5,10 @@
  * "Connection: close" answer lingers (FIN, input discarded) instead of resetting; a
  * request whose headers stall gets 408 and the close; idle connections time out; a
  * graceful stop answers what is in flight; loops without a thread are still wound down
- * by server_join; creation errors come back as errors. Every wait has a deadline. */
+ * by server_join; creation errors come back as errors; a port another socket holds is
+ * refused while the server's own loops share theirs; out of descriptors, accepting
+ * pauses and the backlog waits instead of being reset; loop threads are named io-N.
+ * Every wait has a deadline. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -16,6 +19,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <time.h>
@@ -450,6 +456,195 @@ static void test_create_reports_errors(void **state)
     assert_non_null(strstr(err, "not-an-address"));
 }
 
+/* ---- the port ---- */
+
+/* For servers of several loops: no per-loop state (hooks' release handle is one loop's). */
+static const struct server_hooks plain_hooks = {.on_request = on_request};
+
+/* A listening socket on 127.0.0.1, with SO_REUSEPORT or not; *port gets its port. */
+static int foreign_listener(int reuseport, int *port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    int one = 1;
+    assert_true(fd >= 0);
+    if (reuseport)
+        assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one), 0);
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+    assert_int_equal(listen(fd, 16), 0);
+    socklen_t alen = sizeof a;
+    getsockname(fd, (struct sockaddr *)&a, &alen);
+    *port = ntohs(a.sin_port);
+    return fd;
+}
+
+/* Another process's listener on the port, SO_REUSEPORT or not, is refused with a clear
+ * message (the old listener set SO_REUSEPORT before bind, so it silently joined a
+ * foreign SO_REUSEPORT group and took half of its connections); the server's own loops
+ * still share one port, and a second server on it is refused too. */
+static void test_port_held_elsewhere_is_refused(void **state)
+{
+    (void)state;
+    struct arch t = {0};
+    for (int reuseport = 0; reuseport <= 1; reuseport++) {
+        int port = 0;
+        int fd = foreign_listener(reuseport, &port);
+        struct server_config cfg = config(port, 16, 10000, 60000);
+        cfg.threads = 2;
+        struct server *srv = NULL;
+        char err[256] = "";
+        int rc = server_create(&cfg, &plain_hooks, &t, &srv, err, sizeof err);
+        if (rc != UV_EADDRINUSE)
+            fail_msg("a port held by a listener (SO_REUSEPORT %d): rc %d, want EADDRINUSE",
+                     reuseport, rc);
+        assert_null(srv);
+        assert_non_null(strstr(err, "already in use"));
+        close(fd);
+    }
+    /* the server's own loops share the port; a second server cannot join them */
+    struct fixture *f = xcalloc(1, sizeof *f);
+    struct server_config cfg = config(0, 16, 10000, 60000);
+    cfg.threads = 3;
+    char err[256] = "";
+    f->arch.mode = ANSWER_NOW;
+    assert_int_equal(server_create(&cfg, &plain_hooks, &f->arch, &f->srv, err, sizeof err), 0);
+    f->port = server_port(f->srv);
+    assert_int_equal(server_start(f->srv), 0);
+    struct server *second = NULL;
+    struct server_config cfg2 = config(f->port, 16, 10000, 60000);
+    assert_int_equal(server_create(&cfg2, &plain_hooks, &t, &second, err, sizeof err),
+                     UV_EADDRINUSE);
+    int fd = client_connect(f->port);
+    send_str(fd, GET("/shared"));
+    struct buf in = {0};
+    assert_int_equal(read_responses(fd, &in, 1), 1);
+    expect_body(&in, 0, "/shared");
+    finish(f, fd, &in);
+}
+
+/* ---- out of descriptors ---- */
+
+/* CPU time of this process (every thread), in ms. */
+static uint64_t cpu_ms(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000u +
+           (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000u;
+}
+
+/* With no descriptor left, clients that connect wait in the listener's backlog: none is
+ * reset, the loop does not spin, and each is served once descriptors are back. The old
+ * loop closed its listener on EMFILE (the kernel resets every connection queued on it)
+ * and bound a new one 200 ms later. */
+static void test_out_of_descriptors_keeps_the_backlog(void **state)
+{
+    (void)state;
+    enum { CLIENTS = 8, SPARE = 256 };
+    struct fixture *f = start_server(ANSWER_NOW, 16, 10000, 60000);
+    int clients[CLIENTS];
+    for (int i = 0; i < CLIENTS; i++) {
+        clients[i] = socket(AF_INET, SOCK_STREAM, 0);
+        assert_true(clients[i] >= 0);
+        struct timeval tv = {.tv_sec = WAIT_MS / 1000};
+        setsockopt(clients[i], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    }
+    /* no new descriptor from here: the limit at the highest in use, every hole filled */
+    struct rlimit was, low;
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &was), 0);
+    int top = 0;
+    DIR *d = opendir("/proc/self/fd");
+    assert_non_null(d);
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        if (atoi(e->d_name) > top)
+            top = atoi(e->d_name);
+    closedir(d);
+    low = was;
+    low.rlim_cur = (rlim_t)top + 1;
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+    int spare[SPARE], nspare = 0;
+    while (nspare < SPARE && (spare[nspare] = dup(0)) >= 0)
+        nspare++;
+    assert_true(nspare < SPARE); /* the table is full */
+
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)f->port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    for (int i = 0; i < CLIENTS; i++) {
+        if (connect(clients[i], (struct sockaddr *)&a, sizeof a) != 0)
+            fail_msg("connect %d: %s", i, strerror(errno));
+        send_str(clients[i], GET("/queued"));
+    }
+    uint64_t cpu0 = cpu_ms();
+    sleep_ms(500);
+    uint64_t spent = cpu_ms() - cpu0;
+    /* nobody answered, nobody was reset (checked after the limit is back, so that a
+     * failure does not leave the process without descriptors) */
+    char bad[160] = "";
+    for (int i = 0; i < CLIENTS && !bad[0]; i++) {
+        char tmp[64];
+        ssize_t r = recv(clients[i], tmp, sizeof tmp, MSG_DONTWAIT);
+        if (r >= 0 || errno != EAGAIN)
+            snprintf(bad, sizeof bad, "client %d while out of descriptors: recv %zd (%s), "
+                     "want EAGAIN", i, r, r < 0 ? strerror(errno) : "data or EOF");
+    }
+    for (int i = 0; i < nspare; i++)
+        close(spare[i]);
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &was), 0);
+    if (bad[0])
+        fail_msg("%s", bad);
+    if (spent > 250)
+        fail_msg("%llu ms of CPU in 500 ms out of descriptors: the loop spins",
+                 (unsigned long long)spent);
+    /* descriptors are back: every queued client is served */
+    for (int i = 0; i < CLIENTS; i++) {
+        struct buf in = {0};
+        if (read_responses(clients[i], &in, 1) != 1)
+            fail_msg("client %d queued while out of descriptors got no answer", i);
+        expect_body(&in, 0, "/queued");
+        buf_free(&in);
+        close(clients[i]);
+    }
+    stop_server(f);
+}
+
+/* ---- thread names ---- */
+
+/* Each loop thread is named io-<index> (what top -H and perf show). */
+static void test_loop_threads_are_named(void **state)
+{
+    (void)state;
+    struct fixture *f = xcalloc(1, sizeof *f);
+    struct server_config cfg = config(0, 16, 10000, 60000);
+    cfg.threads = 2;
+    char err[256] = "";
+    assert_int_equal(server_create(&cfg, &plain_hooks, &f->arch, &f->srv, err, sizeof err), 0);
+    assert_int_equal(server_start(f->srv), 0);
+    int seen[2] = {0, 0};
+    for (int tries = 0; tries < 100 && !(seen[0] && seen[1]); tries++) {
+        DIR *d = opendir("/proc/self/task");
+        assert_non_null(d);
+        for (struct dirent *e; (e = readdir(d)) != NULL;) {
+            char path[300], name[32] = "";
+            snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+            FILE *fp = fopen(path, "r");
+            if (fp == NULL)
+                continue;
+            if (fgets(name, sizeof name, fp) != NULL) {
+                if (strcmp(name, "io-0\n") == 0)
+                    seen[0] = 1;
+                if (strcmp(name, "io-1\n") == 0)
+                    seen[1] = 1;
+            }
+            fclose(fp);
+        }
+        closedir(d);
+        sleep_ms(10);
+    }
+    assert_true(seen[0] && seen[1]);
+    stop_server(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -461,6 +656,9 @@ int main(void)
         cmocka_unit_test(test_stop_answers_in_flight_then_closes),
         cmocka_unit_test(test_join_runs_loops_that_had_no_thread),
         cmocka_unit_test(test_create_reports_errors),
+        cmocka_unit_test(test_port_held_elsewhere_is_refused),
+        cmocka_unit_test(test_out_of_descriptors_keeps_the_backlog),
+        cmocka_unit_test(test_loop_threads_are_named),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

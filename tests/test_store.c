@@ -311,7 +311,72 @@ static void test_sqlite_pragmas(void **state)
     assert_non_null(db);
     assert_string_equal(pragma_text(db, "PRAGMA journal_mode", v, sizeof v), "wal");
     assert_string_equal(pragma_text(db, "PRAGMA synchronous", v, sizeof v), "1");
-    assert_string_equal(pragma_text(db, "PRAGMA busy_timeout", v, sizeof v), "5000");
+}
+
+/* Runs sql on db; fails the test with SQLite's message otherwise. */
+static void exec_ok(sqlite3 *db, const char *sql)
+{
+    char *msg = NULL;
+    if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK)
+        fail_msg("%s: %s", sql, msg ? msg : "?");
+}
+
+/* ms a store_create takes, and its result in *rc. */
+static uint64_t timed_create(struct store *s, int *rc)
+{
+    struct user u;
+    uint64_t t0 = now_ns();
+    *rc = store_create(s, "w", 1, "w@w", 3, &u);
+    return (now_ns() - t0) / 1000000u;
+}
+
+/* Another connection holds the write lock (an outside process, a sqlite3 shell): a write
+ * waits timeout_ms, no more, and fails with -EBUSY; the next write does not wait at all
+ * while the lock stays; reads go on (WAL); once a write succeeds again the full wait
+ * is back. The old store waited 5 s per statement and said -EIO. */
+static void test_sqlite_lock_wait_bounded(void **state)
+{
+    struct fixture *f = *state;
+    store_close(f->s);
+    struct store_options opt = {
+        .kind = STORE_SQLITE, .db_path = f->path, .seed_users = SEED, .timeout_ms = 100};
+    char err[256];
+    f->s = NULL;
+    assert_int_equal(store_open(&opt, &f->s, err, sizeof err), 0);
+    sqlite3 *other = NULL;
+    assert_int_equal(sqlite3_open(f->path, &other), SQLITE_OK);
+    exec_ok(other, "BEGIN IMMEDIATE; INSERT INTO users(name, email) VALUES('o', 'o@o')");
+
+    int rc = 0;
+    uint64_t ms = timed_create(f->s, &rc);
+    assert_int_equal(rc, -EBUSY);
+    if (ms < 100 || ms > 1000)
+        fail_msg("first write under a held lock: %llu ms, want 100..1000 (the timeout)",
+                 (unsigned long long)ms);
+    ms = timed_create(f->s, &rc);
+    assert_int_equal(rc, -EBUSY);
+    if (ms >= 50)
+        fail_msg("second write under the same lock waited %llu ms, want none",
+                 (unsigned long long)ms);
+    struct user g;
+    assert_int_equal(store_get(f->s, 1, &g), 0); /* a reader is not held by a writer */
+    assert_seed_user(&g, 1);
+    assert_int_equal(store_count(f->s), SEED);
+
+    exec_ok(other, "ROLLBACK");
+    struct user u;
+    assert_int_equal(store_create(f->s, "after", 5, "a@a", 3, &u), 0);
+    assert_int_equal(u.id, SEED + 1);
+
+    exec_ok(other, "BEGIN IMMEDIATE");
+    ms = timed_create(f->s, &rc);
+    assert_int_equal(rc, -EBUSY);
+    if (ms < 100)
+        fail_msg("after a successful write, a held lock is waited for again: %llu ms, "
+                 "want >= 100", (unsigned long long)ms);
+    exec_ok(other, "ROLLBACK");
+    sqlite3_close(other);
+    assert_int_equal(store_count(f->s), SEED + 1);
 }
 
 static void test_sqlite_open_error(void **state)
@@ -400,6 +465,7 @@ int main(void)
         SQLITE(test_sqlite_batch_rollback),
         SQLITE(test_sqlite_reopen),
         SQLITE(test_sqlite_pragmas),
+        SQLITE(test_sqlite_lock_wait_bounded),
         cmocka_unit_test(test_sqlite_open_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
