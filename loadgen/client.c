@@ -1,8 +1,9 @@
-/* client: a connection's life (connect, reconnect after RETRY_MS when a connect failed,
- * at once when an open connection ended), its requests and their accounting. Every request
- * is accounted once: completed (status, latency and service time recorded when it completes
- * inside the measured window), or lost to the class of the event that ended its connection
- * (read, write, timeout, parse), or in flight when the window closed. */
+/* client: a connection's life (connect within --connect-timeout; reconnect at once after a
+ * connection that got an answer, else after a backoff), its requests and their accounting.
+ * Every request of the window is accounted once: completed (status, latency and service
+ * time recorded), or lost to the class of the event that ended its connection (read,
+ * write, timeout, parse), or in flight when the window closed. A timed-out request and one
+ * in flight at the end also go into the corrected latency, at the time they had reached. */
 #include "client.h"
 
 #include <string.h>
@@ -11,9 +12,14 @@
 #include "dispatch.h"
 #include "io.h"
 #include "mix.h"
+#include "rng.h"
 #include "timebase.h"
 
-#define RETRY_MS 50
+/* Reconnect backoff: after the k-th connection in a row that ended without an answer (a
+ * failed or timed-out connect, a close before any response), wait a uniform random time in
+ * [d/2, d], d = min(BACKOFF_BASE_MS x 2^(k-1), BACKOFF_CAP_MS) ("equal jitter"). */
+#define BACKOFF_BASE_MS 50
+#define BACKOFF_CAP_MS 1000
 
 static int on_headers_complete(llhttp_t *p);
 static int on_message_complete(llhttp_t *p);
@@ -25,13 +31,22 @@ static const llhttp_settings_t parser_settings = {
 
 static void client_connect(struct client *c);
 
+/* A request of the window still unanswered at `at_ns`: its corrected latency so far. */
+static void record_unanswered(struct worker *w, const struct slot *s, uint64_t at_ns)
+{
+    uint64_t age_ns = at_ns > s->planned_ns ? at_ns - s->planned_ns : 0;
+    stats_record_unanswered(&w->stats, at_ns - w->measure_start_ns, (age_ns + 999) / 1000);
+}
+
 void client_count_in_flight(struct client *c, uint64_t until)
 {
     struct worker *w = c->w;
     for (unsigned k = 0; k < c->count; k++) {
         const struct slot *s = &c->ring[(c->head + k) % CONFIG_MAX_PIPELINE];
-        if (s->sent_ns >= w->measure_start_ns && s->sent_ns < until)
+        if (s->sent_ns >= w->measure_start_ns && s->sent_ns < until) {
             w->stats.in_flight_at_end++;
+            record_unanswered(w, s, until);
+        }
     }
 }
 
@@ -51,6 +66,9 @@ static void count_lost(struct client *c, enum stats_error e, int at_least_one)
     if (n == 0)
         return;
     w->stats.errors[e] += n;
+    if (e == STATS_ERR_TIMEOUT) /* each at the time it reached: now */
+        for (unsigned k = 0; k < c->count; k++)
+            record_unanswered(w, &c->ring[(c->head + k) % CONFIG_MAX_PIPELINE], w->now_ns);
     atomics_store64_relaxed(&w->stats.progress_errors, stats_errors_total(&w->stats));
 }
 
@@ -124,13 +142,15 @@ static int on_message_complete(llhttp_t *p)
             atomics_store64_relaxed(&st->progress_errors, stats_errors_total(st));
         }
         uint64_t latency_us = (now - s->planned_ns + 999) / 1000;
-        histogram_record(st->latency, latency_us);
+        histogram_record(st->latency_answered, latency_us);
         stats_record_interval(st, now - w->measure_start_ns, latency_us);
         histogram_record(st->service, (now - s->sent_ns + 999) / 1000);
         atomics_store64_relaxed(&st->progress_completed, st->requests_completed);
     } else if (now >= w->end_ns && s->sent_ns < w->end_ns && s->sent_ns >= w->measure_start_ns) {
-        w->stats.in_flight_at_end++;
+        w->stats.in_flight_at_end++; /* answered after the window: unanswered in it */
+        record_unanswered(w, s, w->end_ns);
     }
+    c->answered = 1;
     if (!llhttp_should_keep_alive(p)) {
         c->close_after = 1;
         return 0;
@@ -209,9 +229,22 @@ static void on_retry(uv_timer_t *t)
         client_connect(c);
 }
 
+/* The backoff before the next connect after c->failures connections in a row without an
+ * answer (>= 1), in ms. */
+static uint64_t backoff_ms(struct client *c)
+{
+    unsigned k = c->failures < 16 ? c->failures : 16;
+    uint64_t d = (uint64_t)BACKOFF_BASE_MS << (k - 1);
+    if (d > BACKOFF_CAP_MS)
+        d = BACKOFF_CAP_MS;
+    return rng_range(&c->w->jitter, d / 2, d);
+}
+
 void client_retry_later(struct client *c)
 {
-    uv_timer_start(&c->retry, on_retry, RETRY_MS, 0);
+    if (c->failures == 0)
+        c->failures = 1;
+    uv_timer_start(&c->timer, on_retry, backoff_ms(c), 0);
 }
 
 static void connect_failed(struct client *c, int status)
@@ -239,8 +272,16 @@ static void on_tcp_close(uv_handle_t *h)
     buf_reset(&c->out[c->cur]);
     if (!c->wpending) /* io_ring: a send may still own out[wbuf] until its completion */
         buf_reset(&c->out[!c->cur]);
-    if (reconnect && w->running && !w->stopping)
+    if (c->answered) /* a connection that worked: reconnect at once */
+        c->failures = 0;
+    else if (c->failures < UINT32_MAX)
+        c->failures++;
+    if (!reconnect || !w->running || w->stopping)
+        return;
+    if (c->failures == 0)
         client_connect(c);
+    else
+        uv_timer_start(&c->timer, on_retry, backoff_ms(c), 0);
 }
 
 void client_close(struct client *c, int reconnect)
@@ -250,6 +291,8 @@ void client_close(struct client *c, int reconnect)
     struct worker *w = c->w;
     if (c->state == CLIENT_OPEN && w->io->close)
         w->io->close(c); /* what the kernel holds for this socket becomes stale */
+    if (c->state == CLIENT_CONNECTING)
+        uv_timer_stop(&c->timer); /* its connect timeout */
     c->state = CLIENT_CLOSING;
     c->close_after = reconnect ? 0 : 2;
     w->outstanding -= c->count;
@@ -257,16 +300,19 @@ void client_close(struct client *c, int reconnect)
     uv_close((uv_handle_t *)&c->tcp, on_tcp_close);
 }
 
-/* A connect that failed (now or in on_connect): counted, c closed, retried later. */
+/* A connect that failed, now or in on_connect, or took longer than --connect-timeout:
+ * counted (a connect error), c closed, to reconnect after the backoff. */
 static void connect_abandon(struct client *c, int status)
 {
-    struct worker *w = c->w;
     connect_failed(c, status);
-    c->state = CLIENT_CLOSING;
-    c->close_after = 2;
-    uv_close((uv_handle_t *)&c->tcp, on_tcp_close);
-    if (w->running && !w->stopping)
-        client_retry_later(c);
+    client_close(c, 1);
+}
+
+static void on_connect_timeout(uv_timer_t *t)
+{
+    struct client *c = t->data;
+    if (c->state == CLIENT_CONNECTING) /* its connect callback comes with UV_ECANCELED */
+        connect_abandon(c, UV_ETIMEDOUT);
 }
 
 static void on_connect(uv_connect_t *req, int status)
@@ -275,6 +321,7 @@ static void on_connect(uv_connect_t *req, int status)
     struct worker *w = c->w;
     if (status == UV_ECANCELED)
         return;
+    uv_timer_stop(&c->timer);
     if (status < 0) {
         connect_abandon(c, status);
         return;
@@ -301,9 +348,12 @@ static void on_connect(uv_connect_t *req, int status)
 static void client_connect(struct client *c)
 {
     struct worker *w = c->w;
+    c->answered = 0;
     int rc = uv_tcp_init(&w->loop, &c->tcp);
-    if (rc < 0) {
+    if (rc < 0) { /* no handle to close: count, and try again later */
         connect_failed(c, rc);
+        if (c->failures < UINT32_MAX)
+            c->failures++;
         if (w->running)
             client_retry_later(c);
         return;
@@ -313,8 +363,12 @@ static void client_connect(struct client *c)
     c->wreq.data = c;
     c->state = CLIENT_CONNECTING;
     rc = uv_tcp_connect(&c->creq, &c->tcp, (const struct sockaddr *)&w->sh->addr, on_connect);
-    if (rc < 0)
+    if (rc < 0) {
         connect_abandon(c, rc);
+        return;
+    }
+    uint64_t ms = (w->cfg->connect_timeout_ns + 999999) / 1000000;
+    uv_timer_start(&c->timer, on_connect_timeout, ms, 0);
 }
 
 /* ---- life ---- */
@@ -334,8 +388,8 @@ void client_free(struct client *c)
 
 void client_start(struct client *c)
 {
-    uv_timer_init(&c->w->loop, &c->retry);
-    c->retry.data = c;
+    uv_timer_init(&c->w->loop, &c->timer);
+    c->timer.data = c;
     c->initial = 1;
     client_connect(c);
 }
@@ -344,12 +398,12 @@ void client_stop(struct client *c)
 {
     if (c->state == CLIENT_OPEN || c->state == CLIENT_CONNECTING)
         client_close(c, 0);
-    uv_close((uv_handle_t *)&c->retry, NULL);
+    uv_close((uv_handle_t *)&c->timer, NULL);
 }
 
 void client_abort(struct client *c)
 {
     if (c->state == CLIENT_OPEN)
         uv_close((uv_handle_t *)&c->tcp, NULL);
-    uv_close((uv_handle_t *)&c->retry, NULL);
+    uv_close((uv_handle_t *)&c->timer, NULL);
 }

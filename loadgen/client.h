@@ -42,7 +42,7 @@ struct client {
     uv_tcp_t tcp;
     uv_connect_t creq;
     uv_write_t wreq;
-    uv_timer_t retry;
+    uv_timer_t timer;   /* the connect timeout while connecting; the backoff while closed */
     llhttp_t parser;
     struct worker *w;
     unsigned index;
@@ -50,6 +50,8 @@ struct client {
     int fd;             /* io_ring, io_tick: the socket while open */
     unsigned gen;       /* io_ring, io_tick: bumped at every close; older events are stale */
     int initial;        /* first connect, before the barrier */
+    int answered;       /* a response completed on this connection */
+    unsigned failures;  /* connections in a row that ended without an answer (backoff) */
     int in_ready;       /* in the worker's ready queue */
     int touched;        /* on the worker's flush list */
     int close_after;    /* the server said Connection: close */
@@ -104,14 +106,16 @@ void client_free(struct client *c);
 /* The first connect of c, before the run (the worker counts it in pending_connects until
  * it succeeded or failed). */
 void client_start(struct client *c);
-/* At the start of the run: a connection whose first connect failed tries again later. */
+/* At the start of the run: a connection whose first connect failed, or that closed before
+ * the run, tries again after the backoff. */
 void client_retry_later(struct client *c);
 /* The end of the run: closes c without reconnecting, and its timer. */
 void client_stop(struct client *c);
 /* A run that never started: closes c's handles (no accounting). */
 void client_abort(struct client *c);
 /* Closes c; its in-flight requests must have been counted by the caller. reconnect: open
- * a new connection once this one is closed (while the run goes on). */
+ * a new connection once this one is closed (while the run goes on): at once when this one
+ * got an answer, else after the backoff (client.c). */
 void client_close(struct client *c, int reconnect);
 /* Appends one request planned at planned_ns, sent at now_ns, to c's out buffer (written by
  * the turn) and puts c on the flush list. c has room (client_has_room). */
@@ -125,10 +129,11 @@ void client_read_ended(struct client *c, int eof);
 /* A write of c failed (err a negative errno or libuv error): counts and closes c. */
 void client_write_failed(struct client *c, int err);
 /* c's oldest request has waited longer than --timeout at w->now_ns: counts each of its
- * requests as a timeout and closes it, to reconnect. */
+ * requests as a timeout (inside the window, with its corrected latency so far) and closes
+ * c, to reconnect. */
 void client_time_out(struct client *c);
 /* Counts c's requests in flight that were sent in [measure_start, until) as in flight
- * when the window closed. */
+ * when the window closed, each with its corrected latency so far at `until`. */
 void client_count_in_flight(struct client *c, uint64_t until);
 /* Points c->msg at rbuf and an empty control buffer, for a recvmsg with a timestamp. */
 void client_rx_prepare(struct client *c);

@@ -21,6 +21,8 @@
 #define CONFIG_MAX_AGENTS 1000
 #define CONFIG_START_AT_PAST_MAX_S 1.0      /* --start-at may lie this far in the past */
 #define CONFIG_MAX_INTERVALS 3600           /* --interval: at most this many per run */
+#define CONFIG_CONNECT_TIMEOUT_NS 5000000000ull /* --connect-timeout default: 5 s, past
+                                                 * Linux's SYN retransmissions at 1 and 3 s */
 
 enum arrivals { ARRIVALS_EVEN, ARRIVALS_POISSON };
 enum io_mode { IO_AUTO, IO_URING, IO_EPOLL };
@@ -40,6 +42,7 @@ struct config {
     enum arrivals arrivals;
     unsigned pipeline;
     uint64_t timeout_ns;
+    uint64_t connect_timeout_ns; /* a connect not done by then fails (a connect error) */
     const char *bearer;
     uint64_t seed;
     const char *json_path;

@@ -141,8 +141,11 @@ void dispatch_count_not_sent(struct worker *w, uint64_t until)
         uint64_t due = tick_ceil(w, plan_peek(&w->plan));
         if (due >= until)
             break;
-        if (due >= w->measure_start_ns)
+        if (due >= w->measure_start_ns) { /* unanswered: its latency so far at `until` */
             w->stats.requests_not_sent++;
+            stats_record_unanswered(&w->stats, until - w->measure_start_ns,
+                                    ns_to_us_ceil(until - due));
+        }
         plan_advance(&w->plan);
     }
 }

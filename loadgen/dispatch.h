@@ -19,7 +19,7 @@ void dispatch_ready(struct client *c, uint64_t now_ns);
  * connection once. A no-op before the run and once stopping. */
 void dispatch_turn(struct worker *w);
 /* Constant rate, at the end: counts the due times in [measure_start, until) that were
- * never sent as requests_not_sent. */
+ * never sent as requests_not_sent, each with its corrected latency so far at `until`. */
 void dispatch_count_not_sent(struct worker *w, uint64_t until);
 
 #endif

@@ -38,8 +38,8 @@ static void worker_stop(struct worker *w)
     w->stop_ns = w->now_ns < w->end_ns ? w->now_ns : w->end_ns;
     for (unsigned i = 0; i < w->nconns; i++)
         client_count_in_flight(&w->clients[i], w->stop_ns); /* closed ones hold none */
-    if (!w->closed_loop && w->stop_ns >= w->end_ns) /* not on SIGINT: the rest was not due */
-        dispatch_count_not_sent(w, w->end_ns);
+    if (!w->closed_loop) /* what was due by then and never sent */
+        dispatch_count_not_sent(w, w->stop_ns);
     w->stopping = 1;
     for (unsigned i = 0; i < w->nconns; i++)
         client_stop(&w->clients[i]);
@@ -90,6 +90,7 @@ static void worker_abort(struct worker *w)
     uv_run(&w->loop, UV_RUN_DEFAULT);
     w->io->release(w);
     uv_loop_close(&w->loop);
+    stats_finish(&w->stats);
 }
 
 /* Opens every connection and runs the loop until each first connect succeeded, or failed
@@ -175,6 +176,7 @@ static void *worker_main(void *arg)
     w->io->release(w);
     if (uv_loop_close(&w->loop) != 0)
         panic("worker %u: handles left open", w->id);
+    stats_finish(&w->stats);
     return NULL;
 }
 
@@ -195,6 +197,7 @@ struct worker *worker_new(struct worker_shared *sh, unsigned id, unsigned nconns
     stats_intervals_init(&w->stats, config_intervals(cfg), cfg->interval_ns);
     unsigned stream = plan_stream(cfg->agent_index, cfg->agent_count, id);
     rng_seed(&w->rng, cfg->seed * 0x100000001b3ull + stream);
+    rng_seed(&w->jitter, (cfg->seed ^ 0x9e3779b97f4a7c15ull) * 0x100000001b3ull + stream);
     w->seq_stride = (uint64_t)cfg->agent_count * cfg->threads;
     w->seq_base = stream;
     w->closed_loop = cfg->rate <= 0;

@@ -39,7 +39,9 @@ struct worker {
     struct client **touched; /* connections to flush at the end of this wake-up */
     unsigned ntouched;
     struct stats stats;
-    struct rng rng;
+    struct rng rng;           /* the requests' random choices (mix lines, placeholders) */
+    struct rng jitter;        /* the reconnect backoff's, apart: the request sequence does
+                               * not depend on when connections fail */
     struct buf scratch;
     uint64_t seq;
     uint64_t seq_stride;      /* streams in the run (agents x threads) */

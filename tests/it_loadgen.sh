@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # it_loadgen.sh: behaviour tests of build/loadgen against the test servers in
-# tests/helpers (stall_server, fault_server) and, when built, build/async-server:
-# usage errors, coordinated-omission correction, rate accuracy, send lag and connection
-# waits, --tick, both I/O back-ends, exact error accounting, agents splitting one schedule
-# (--agent, --start-at) and `loadgen merge`, mix fidelity (loadgen and wrk + wrk_mix.lua,
-# checked with the server's /metrics). Prints TAP. Each loadgen run is 1-3 s; the whole
-# script takes about 45 s.
+# tests/helpers (stall_server, fault_server, silent_server) and, when built,
+# build/async-server: usage errors, coordinated-omission correction, rate accuracy, send lag
+# and connection waits, --tick, both I/O back-ends, exact error accounting, the connect
+# timeout, the reconnect backoff, unanswered requests in the corrected latency, agents
+# splitting one schedule (--agent, --start-at) and `loadgen merge`, mix fidelity (loadgen
+# and wrk + wrk_mix.lua, checked with the server's /metrics). Prints TAP. Each loadgen run
+# is 1-3 s; the whole script takes about 55 s.
 set -euo pipefail
 
 BUILD="${BUILD:-build}"
@@ -80,7 +81,7 @@ out=$("$LOADGEN" --help) && rc=0 || rc=$?
 check "--help exits 0" test "$rc" -eq 0
 missing=""
 for f in url mix connections threads duration warmup rate arrivals pipeline timeout bearer seed \
-         json hgrm quiet help tick io agent start-at hist-out; do
+         json hgrm quiet help tick io agent start-at hist-out connect-timeout; do
     grep -q -- "--$f" <<<"$out" || missing="$missing $f"
 done
 check "--help documents every flag (missing:${missing:- none})" test -z "$missing"
@@ -324,6 +325,12 @@ check "merge: max is the agents' max; p99 lies between theirs (recomputed, not a
     '.latency_ms.max == ([$a[0].latency_ms.max, $b[0].latency_ms.max] | max) and
      .latency_ms.p99 >= ([$a[0].latency_ms.p99, $b[0].latency_ms.p99] | min) and
      .latency_ms.p99 <= ([$a[0].latency_ms.p99, $b[0].latency_ms.p99] | max)' "$M"
+# shellcheck disable=SC2016 # $a and $b are jq variables
+check "merge: answered latency count and unanswered requests are the agents' sums" \
+    jtrue --slurpfile a "$TMP/agent0.json" --slurpfile b "$TMP/agent1.json" \
+    '.latency_answered_ms.count == $a[0].latency_answered_ms.count + $b[0].latency_answered_ms.count and
+     .requests_unanswered == $a[0].requests_unanswered + $b[0].requests_unanswered and
+     .latency_ms.count == .latency_answered_ms.count + .requests_unanswered' "$M"
 check "merge: 2 agents listed, connections summed, --hgrm written" \
     bash -c "jq -e '.merged_from == 2 and (.agents | length) == 2 and .connections == 8' '$M' >/dev/null && grep -q Percentile '$TMP/merged.hgrm'"
 want=$((RATE * RATE_SECS))
@@ -353,7 +360,8 @@ keys_missing=$(jq -r '[ "url","mix","threads","connections","pipeline","mode","a
     "target_rps","warmup_s","duration_s","elapsed_s","requests_sent","requests_completed",
     "achieved_rps","in_flight_at_end","connections_established","connections_failed","errors",
     "status_counts","unexpected_status_counts","latency_ms","service_time_ms","out_of_range",
-    "loadgen_cpu_s" ] - keys | join(",")' "$TMP/rate.json")
+    "loadgen_cpu_s","latency_answered_ms","requests_unanswered","connect_timeout_s" ] - keys
+    | join(",")' "$TMP/rate.json")
 check "--json has every contract key (missing: ${keys_missing:-none})" test -z "$keys_missing"
 
 # ---- error accounting ----
@@ -378,6 +386,14 @@ check "no connect/write errors" test "$(jget "$F" '.errors.connect + .errors.wri
 acct=$(jget "$F" '.requests_completed + .errors.read + .errors.parse + .errors.timeout + .in_flight_at_end')
 check "every request sent is accounted once: $acct = sent $(jget "$F" .requests_sent)" \
     test "$acct" -eq "$(jget "$F" .requests_sent)"
+# The hung requests timed out at 300 ms: in the corrected latency at that age, beside the
+# answered ones; the answered-only histogram is the completed requests.
+check "timed-out requests are in the latency: count $(jget "$F" .latency_ms.count) = completed + timeouts + in flight at end + not sent, max $(jget "$F" .latency_ms.max) ms >= the 300 ms timeout; answered only: $(jget "$F" .latency_answered_ms.count)" \
+    jtrue '.errors.timeout > 0 and .latency_ms.max >= 300 and
+           .latency_ms.count == .requests_completed + .errors.timeout + .in_flight_at_end + .requests_not_sent and
+           .requests_unanswered == .errors.timeout + .in_flight_at_end + .requests_not_sent and
+           .latency_answered_ms.count == .requests_completed and
+           .latency_answered_ms.max <= .latency_ms.max' "$F"
 # The end of an overloaded run where every response closes its connection: requests lost
 # around the window's end are counted once (an error, or in flight at the end, not both),
 # and what was due in the window is sent or not_sent. Three runs: the defect this guards
@@ -394,6 +410,56 @@ for i in 1 2 3; do
     check "every response closes, 30,000 req/s, run $i: accounted $acct = sent $(jget "$C" .requests_sent) (not sent $(jget "$C" .requests_not_sent))" \
         test "$acct" -eq "$(jget "$C" .requests_sent)"
 done
+
+# ---- connect timeout, reconnect backoff, unanswered requests (silent_server) ----
+# A listener whose accept queue is full drops every SYN: without a connect timeout the
+# connect hangs for the kernel's ~2 minutes (bounded here by `timeout`).
+start_helper silent_server --no-accept 1
+t0=$(date +%s%N)
+rc=0; timeout -k 1 15 "$LOADGEN" --url "http://127.0.0.1:$SERVER_PORT" --duration 1 \
+    --connections 2 --connect-timeout 300ms --quiet 2>"$TMP/err" || rc=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+stop_helper
+check "SYNs dropped, --connect-timeout 300ms: exit $rc (want 1) after $ms ms (< 5,000), '$(head -c 90 "$TMP/err")'" \
+    bash -c "[[ $rc -eq 1 && $ms -lt 5000 ]] && grep -q 'timed out' '$TMP/err'"
+# A server that accepts and closes each connection at once (ours past --max-conns): the
+# reconnects back off (25-50 ms, doubling to 0.5-1 s), about 7 connects per connection
+# in 2 s rather than thousands.
+start_helper silent_server --accept-close 1
+"$LOADGEN" --url "http://127.0.0.1:$SERVER_PORT" --duration 2 --connections 4 \
+    --json "$TMP/acceptclose.json" --quiet
+stop_helper
+accepted=$(sed -n 's/^accepted=//p' "$TMP/silent_server.out")
+AC="$TMP/acceptclose.json"
+check "accept-and-close server, 4 connections, 2 s: $accepted connects (12..48: backoff), $(jget "$AC" .connections_established) established, read+write errors $(jget "$AC" '.errors.read + .errors.write')" \
+    bash -c "[[ $accepted -ge 12 && $accepted -le 48 && $(jget "$AC" .connections_established) -eq $accepted && $(jget "$AC" '.errors.read + .errors.write') -ge 4 ]]"
+# A server that never answers, at 200 req/s for 1 s on 4 connections: 4 requests in flight
+# at the end and 196 due but not sent, all of them in the corrected latency at the age
+# they had reached at the end (the k-th due at k x 5 ms: 1,000 ms down to 5 ms), none in
+# the answered one; --hgrm, --hist-out and a merge of it agree.
+start_helper silent_server
+"$LOADGEN" --url "http://127.0.0.1:$SERVER_PORT" --rate 200 --duration 1 --connections 4 \
+    --json "$TMP/mute.json" --hgrm "$TMP/mute.hgrm" --hist-out "$TMP/mute.hist.json" --quiet
+stop_helper
+U="$TMP/mute.json"
+check "never answered: latency count $(jget "$U" .latency_ms.count) = 200 (in flight $(jget "$U" .in_flight_at_end) + not sent $(jget "$U" .requests_not_sent)), p50 $(jget "$U" .latency_ms.p50) ms in [400, 600], max $(jget "$U" .latency_ms.max) ms in [950, 1050]; answered $(jget "$U" .latency_answered_ms.count)" \
+    jtrue '.latency_ms.count == 200 and .requests_unanswered == 200 and .in_flight_at_end == 4 and
+           .requests_not_sent == 196 and .latency_answered_ms.count == 0 and .requests_completed == 0 and
+           .latency_ms.p50 >= 400 and .latency_ms.p50 <= 600 and
+           .latency_ms.max >= 950 and .latency_ms.max <= 1050' "$U"
+check "never answered: the intervals hold them too ($(jq -c .latency_intervals.count "$U"))" \
+    jtrue '(.latency_intervals.count | add) == .latency_ms.count' "$U"
+check "never answered: --hgrm spectrum of the same 200 ($(grep -o 'Total count *= *[0-9]*' "$TMP/mute.hgrm"))" \
+    grep -Eq 'Total count *= *200\b' "$TMP/mute.hgrm"
+check "never answered: --hist-out latency_us total 200, latency_answered_us total 0" \
+    jtrue '.histograms.latency_us.total == 200 and .histograms.latency_answered_us.total == 0' \
+    "$TMP/mute.hist.json"
+"$LOADGEN" merge --quiet "$TMP/mute-merged.json" "$TMP/mute.hist.json"
+# shellcheck disable=SC2016 # $u is jq's
+check "never answered: loadgen merge keeps both histograms and the count" \
+    jtrue --slurpfile u "$U" '.latency_ms == $u[0].latency_ms and
+           .latency_answered_ms == $u[0].latency_answered_ms and .requests_unanswered == 200' \
+    "$TMP/mute-merged.json"
 
 # ---- mix fidelity against the real server ----
 route_counts() { # prints "user_get user_list user_create" totals over all statuses
