@@ -5,6 +5,8 @@
 #include "worker.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -152,6 +154,9 @@ static void *worker_main(void *arg)
     struct worker *w = arg;
     struct worker_shared *sh = w->sh;
     const struct config *cfg = w->cfg;
+    char name[16]; /* the kernel keeps 15 characters: /proc/PID/task/TID/comm */
+    snprintf(name, sizeof name, "lg-%u", w->id);
+    pthread_setname_np(pthread_self(), name);
     if (gate_wait(&sh->gate))
         return NULL; /* another thread could not start: no run */
     /* io_uring and io_uv: coalesce the kernel's own timeouts to the tick. The tick loop

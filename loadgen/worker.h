@@ -40,7 +40,9 @@ struct worker;
 /* Creates worker `id` (0-based) owning `nconns` connections. Borrows sh for its life.
  * Aborts only on OOM. Main thread. */
 struct worker *worker_new(struct worker_shared *sh, unsigned id, unsigned nconns);
-/* Starts its thread: 0 or a negative errno (then nothing started). The thread waits at
+/* Starts its thread, named "lg-ID" (pthread_setname_np: /proc/PID/task/TID/comm, so a
+ * runner can read each worker's CPU in /proc/PID/task/TID/stat): 0 or a negative errno
+ * (then nothing started). The thread waits at
  * sh->gate before it does anything: main opens it once every thread started (failed 0),
  * or when one could not (failed 1: the started ones end at once; join them then). */
 int worker_start(struct worker *w);

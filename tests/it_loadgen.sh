@@ -216,8 +216,14 @@ check "generator stopped past a server stall: own send lag p99 $own99 ms >= $((S
 start_helper stall_server --stall-ms 0
 "$LOADGEN" --url "http://127.0.0.1:$SERVER_PORT" --rate "$RATE" --duration "$RATE_SECS" \
     --connections 8 --json "$TMP/rate.json" --quiet
+# (its worker threads are named, for a runner reading /proc/PID/task/TID/{comm,stat})
 "$LOADGEN" --url "http://127.0.0.1:$SERVER_PORT" --rate "$RATE" --duration "$RATE_SECS" \
-    --arrivals poisson --threads 2 --connections 8 --json "$TMP/poisson.json" --quiet
+    --arrivals poisson --threads 2 --connections 8 --json "$TMP/poisson.json" --quiet &
+lg_pid=$!
+PIDS+=("$lg_pid")
+sleep 0.5
+thread_names=$(cat "/proc/$lg_pid/task/"*/comm 2>/dev/null | sort | tr '\n' ' ')
+wait "$lg_pid"
 "$LOADGEN" --url "http://127.0.0.1:$SERVER_PORT" --duration 1 --threads 2 --connections 4 \
     --pipeline 8 --interval 250ms --json "$TMP/pipe.json" --quiet
 # A low rate against a fast server: the send lag must be small against the 100 ms interval,
@@ -344,6 +350,8 @@ check "poisson arrivals, 2 threads: completed $got within 8% of $want" \
     fcmp "$(awk -v g="$got" -v w="$want" 'BEGIN { d = g - w; if (d < 0) d = -d; print d }')" \
     '<=' "$(awk -v w="$want" 'BEGIN { print w * 0.08 }')"
 check "constant rate: no errors" test "$(jget "$TMP/rate.json" .errors_total)" -eq 0
+check "--threads 2: the threads are named '$thread_names' (lg-0 lg-1 beside main's loadgen)" \
+    test "$thread_names" = "lg-0 lg-1 loadgen "
 R="$TMP/rate.json"
 check "send lag present and ordered: 0 <= p50 $(jget "$R" .send_lag_ms.p50) <= p99 $(jget "$R" .send_lag_ms.p99) <= max $(jget "$R" .send_lag_ms.max) ms" \
     jtrue '.send_lag_ms | (.p50 >= 0 and .p50 <= .p99 and .p99 <= .max and .mean >= 0)' "$R"
