@@ -83,7 +83,11 @@ void config_usage(void *fp)
         "  --hist-out FILE      write the run losslessly: counters and every histogram's\n"
         "                       non-empty bucket counts (input of 'loadgen merge')\n"
         "  --quiet              no progress line and no human summary\n"
-        "  --help               this text\n"
+        "  -h, --help           this text\n"
+        "  --version            the commit it was built from and the libraries' versions\n"
+        "Every option takes its value as --opt VALUE or --opt=VALUE; an empty value is an\n"
+        "error. --json, --hgrm and --hist-out must name a file in a writable folder (checked\n"
+        "before connecting).\n"
         "\n"
         "merge: adds the bucket counts and counters of --hist-out files (e.g. one per agent)\n"
         "and writes OUT.json in the --json shape with every percentile recomputed from the\n"
@@ -185,7 +189,7 @@ enum {
     OPT_URL = 256, OPT_MIX, OPT_CONNECTIONS, OPT_THREADS, OPT_DURATION, OPT_WARMUP, OPT_RATE,
     OPT_ARRIVALS, OPT_PIPELINE, OPT_TIMEOUT, OPT_BEARER, OPT_SEED, OPT_JSON, OPT_HGRM,
     OPT_QUIET, OPT_HELP, OPT_TICK, OPT_IO, OPT_AGENT, OPT_START_AT, OPT_HIST_OUT, OPT_INTERVAL,
-    OPT_CONNECT_TIMEOUT
+    OPT_CONNECT_TIMEOUT, OPT_VERSION
 };
 
 int config_parse_agent(const char *s, unsigned *index, unsigned *count)
@@ -252,6 +256,7 @@ int config_parse(int argc, char **argv, const char *env_bearer, struct config *c
         {"start-at", required_argument, NULL, OPT_START_AT},
         {"quiet", no_argument, NULL, OPT_QUIET},
         {"help", no_argument, NULL, OPT_HELP},
+        {"version", no_argument, NULL, OPT_VERSION},
         {NULL, 0, NULL, 0},
     };
     memset(cfg, 0, sizeof *cfg);
@@ -270,9 +275,13 @@ int config_parse(int argc, char **argv, const char *env_bearer, struct config *c
     const char *url = NULL;
     opterr = 0;
     int c, li = -1;
-    while ((c = getopt_long(argc, argv, ":h", opts, &li)) != -1) {
+    while ((li = -1, c = getopt_long(argc, argv, ":h", opts, &li)) != -1) {
         const char *a = optarg;
         int bad = 0;
+        if (a != NULL && *a == '\0' && li >= 0) { /* --json= or --json "" */
+            snprintf(err, errlen, "option '--%s' needs a value, not an empty one", opts[li].name);
+            return -EINVAL;
+        }
         switch (c) {
         case OPT_URL: url = a; break;
         case OPT_MIX: cfg->mix_path = a; break;
@@ -343,10 +352,16 @@ int config_parse(int argc, char **argv, const char *env_bearer, struct config *c
         case OPT_QUIET: cfg->quiet = 1; break;
         case 'h':
         case OPT_HELP: config_usage(stdout); return 1;
+        case OPT_VERSION: return 2;
         case ':':
             snprintf(err, errlen, "option '%s' needs a value", argv[optind - 1]);
             return -EINVAL;
         default:
+            for (const struct option *o = opts; optopt >= OPT_URL && o->name; o++)
+                if (o->val == optopt) { /* a flag without a value given one: --quiet=1 */
+                    snprintf(err, errlen, "option '--%s' takes no value", o->name);
+                    return -EINVAL;
+                }
             snprintf(err, errlen, "unknown option '%s'", argv[optind - 1]);
             return -EINVAL;
         }

@@ -61,8 +61,10 @@ struct config {
     int quiet;
 };
 
-/* Parses argv into *cfg (pointers borrow argv / environ). Returns 0 to run, 1 when --help
- * printed the usage to stdout (exit 0), or -EINVAL with a message in err (exit 2).
+/* Parses argv into *cfg (pointers borrow argv / environ). Each option takes its value as
+ * "--opt VALUE" or "--opt=VALUE"; an empty value is an error. Returns 0 to run, 1 when
+ * -h/--help printed the usage to stdout (exit 0), 2 when --version was asked (the caller
+ * prints it; exit 0), or -EINVAL with a one-line message in err (exit 2).
  * `env_bearer` is $BEARER or NULL. Uses getopt_long: call once per process (tests reset
  * optind themselves). */
 int config_parse(int argc, char **argv, const char *env_bearer, struct config *cfg, char *err,

@@ -81,12 +81,29 @@ out=$("$LOADGEN" --help) && rc=0 || rc=$?
 check "--help exits 0" test "$rc" -eq 0
 missing=""
 for f in url mix connections threads duration warmup rate arrivals pipeline timeout bearer seed \
-         json hgrm quiet help tick io agent start-at hist-out connect-timeout; do
+         json hgrm quiet help tick io agent start-at hist-out connect-timeout version; do
     grep -q -- "--$f" <<<"$out" || missing="$missing $f"
 done
 check "--help documents every flag (missing:${missing:- none})" test -z "$missing"
 rc=0; "$LOADGEN" --url http://127.0.0.1:1 --bogus 2>"$TMP/err" || rc=$?
 check "unknown flag exits 2" test "$rc" -eq 2
+check "a usage error is one line, then where the help is ($(head -n1 "$TMP/err"))" \
+    bash -c "[[ \$(wc -l <'$TMP/err') -eq 2 ]] && grep -q -- '--bogus' '$TMP/err' && [[ \$(tail -n1 '$TMP/err') == \"try 'loadgen --help'\" ]]"
+rc=0; "$LOADGEN" -h >"$TMP/out" || rc=$?
+check "-h exits 0 and prints the usage" \
+    bash -c "[[ $rc -eq 0 ]] && grep -q '^usage: loadgen' '$TMP/out'"
+rc=0; "$LOADGEN" --version >"$TMP/out" || rc=$?
+check "--version exits 0: '$(cat "$TMP/out")'" \
+    bash -c "[[ $rc -eq 0 && \$(wc -l <'$TMP/out') -eq 1 ]] && grep -Eq '^loadgen [^ ]+ \(libuv [0-9.]+, llhttp [0-9.]+, jansson [0-9.]+\)$' '$TMP/out'"
+rc=0; "$LOADGEN" --url=http://127.0.0.1:1 --duration= 2>"$TMP/err" || rc=$?
+check "an empty value (--duration=) exits 2: $(head -n1 "$TMP/err")" \
+    bash -c "[[ $rc -eq 2 ]] && grep -q 'empty' '$TMP/err'"
+rc=0; "$LOADGEN" --url http://127.0.0.1:1 --json "$TMP/no/such/dir/out.json" 2>"$TMP/err" || rc=$?
+check "--json into a missing folder exits 2 before connecting: $(head -n1 "$TMP/err")" \
+    bash -c "[[ $rc -eq 2 ]] && grep -q -- '--json' '$TMP/err' && ! grep -q 'cannot connect' '$TMP/err'"
+rc=0; "$LOADGEN" merge --bogus "$TMP/m.json" x 2>"$TMP/err" || rc=$?
+check "merge: an unknown option exits 2 with one line and where the help is" \
+    bash -c "[[ $rc -eq 2 && \$(wc -l <'$TMP/err') -eq 2 ]] && grep -q 'loadgen merge --help' '$TMP/err'"
 rc=0; "$LOADGEN" --url http://127.0.0.1:1 --duration soon 2>"$TMP/err" || rc=$?
 check "bad --duration exits 2 with a message" \
     bash -c "[[ $rc -eq 2 ]] && grep -q -- '--duration' '$TMP/err'"
@@ -446,8 +463,8 @@ check "accept-and-close server, 4 connections, 2 s: $accepted connects (12..48: 
 # they had reached at the end (the k-th due at k x 5 ms: 1,000 ms down to 5 ms), none in
 # the answered one; --hgrm, --hist-out and a merge of it agree.
 start_helper silent_server
-"$LOADGEN" --url "http://127.0.0.1:$SERVER_PORT" --rate 200 --duration 1 --connections 4 \
-    --json "$TMP/mute.json" --hgrm "$TMP/mute.hgrm" --hist-out "$TMP/mute.hist.json" --quiet
+"$LOADGEN" --url="http://127.0.0.1:$SERVER_PORT" --rate=200 --duration=1 --connections=4 \
+    --json="$TMP/mute.json" --hgrm="$TMP/mute.hgrm" --hist-out="$TMP/mute.hist.json" --quiet
 stop_helper
 U="$TMP/mute.json"
 check "never answered: latency count $(jget "$U" .latency_ms.count) = 200 (in flight $(jget "$U" .in_flight_at_end) + not sent $(jget "$U" .requests_not_sent)), p50 $(jget "$U" .latency_ms.p50) ms in [400, 600], max $(jget "$U" .latency_ms.max) ms in [950, 1050]; answered $(jget "$U" .latency_answered_ms.count)" \
@@ -462,12 +479,14 @@ check "never answered: --hgrm spectrum of the same 200 ($(grep -o 'Total count *
 check "never answered: --hist-out latency_us total 200, latency_answered_us total 0" \
     jtrue '.histograms.latency_us.total == 200 and .histograms.latency_answered_us.total == 0' \
     "$TMP/mute.hist.json"
-"$LOADGEN" merge --quiet "$TMP/mute-merged.json" "$TMP/mute.hist.json"
+"$LOADGEN" merge --quiet --hgrm="$TMP/mute-merged.hgrm" "$TMP/mute-merged.json" "$TMP/mute.hist.json"
 # shellcheck disable=SC2016 # $u is jq's
-check "never answered: loadgen merge keeps both histograms and the count" \
+check "never answered: loadgen merge (--hgrm=FILE) keeps both histograms and the count" \
     jtrue --slurpfile u "$U" '.latency_ms == $u[0].latency_ms and
            .latency_answered_ms == $u[0].latency_answered_ms and .requests_unanswered == 200' \
     "$TMP/mute-merged.json"
+check "never answered: the merge's --hgrm spectrum is the run's" \
+    cmp -s "$TMP/mute.hgrm" "$TMP/mute-merged.hgrm"
 
 # ---- mix fidelity against the real server ----
 route_counts() { # prints "user_get user_list user_create" totals over all statuses
