@@ -48,7 +48,13 @@ void config_usage(void *fp)
         "                       planned time (smoothest, costliest).\n"
         "                       Max 100ms. The tick used is in --json (tick_us, tick_auto).\n"
         "  --pipeline N         requests in flight per connection (default 1, max 64)\n"
-        "  --timeout D          a response later than this is a timeout error (default 10s)\n"
+        "  --timeout D          a response later than this is a timeout error (default 10s);\n"
+        "                       its connection is closed and reopened\n"
+        "  --connect-timeout D  a connect not established by then is a connect error\n"
+        "                       (default 5s; the kernel alone would wait about 2 minutes\n"
+        "                       for a server that drops the SYN). Reconnects after a\n"
+        "                       connection that got no answer back off: 25-50 ms, doubling\n"
+        "                       up to 0.5-1 s\n"
         "  --io epoll|uring|auto  socket I/O (default epoll): epoll (a read and a write per\n"
         "                       request), or io_uring (one system call per wake-up for all\n"
         "                       connections); either way, at a constant rate responses are\n"
@@ -68,7 +74,8 @@ void config_usage(void *fp)
         "                       " DEFAULT_BEARER ")\n"
         "  --seed N             seed for the random choices (default 1)\n"
         "  --json FILE          write the results as JSON (fields: loadgen-scripts/README.md)\n"
-        "  --hgrm FILE          write the corrected-latency percentile spectrum (ms)\n"
+        "  --hgrm FILE          write the corrected-latency percentile spectrum (ms; timed-out\n"
+        "                       and unanswered requests included, as in --json latency_ms)\n"
         "  --interval D         also the corrected latency of each interval D of the\n"
         "                       measured window (p50, p99, max, count per interval in --json\n"
         "                       and the spread of the p99s in the summary), to tell a tail\n"
@@ -77,7 +84,11 @@ void config_usage(void *fp)
         "  --hist-out FILE      write the run losslessly: counters and every histogram's\n"
         "                       non-empty bucket counts (input of 'loadgen merge')\n"
         "  --quiet              no progress line and no human summary\n"
-        "  --help               this text\n"
+        "  -h, --help           this text\n"
+        "  --version            the commit it was built from and the libraries' versions\n"
+        "Every option takes its value as --opt VALUE or --opt=VALUE; an empty value is an\n"
+        "error. --json, --hgrm and --hist-out must name a file in a writable folder (checked\n"
+        "before connecting).\n"
         "\n"
         "merge: adds the bucket counts and counters of --hist-out files (e.g. one per agent)\n"
         "and writes OUT.json in the --json shape with every percentile recomputed from the\n"
@@ -178,7 +189,8 @@ static int parse_uint(const char *s, uint64_t lo, uint64_t hi, unsigned *out)
 enum {
     OPT_URL = 256, OPT_MIX, OPT_CONNECTIONS, OPT_THREADS, OPT_DURATION, OPT_WARMUP, OPT_RATE,
     OPT_ARRIVALS, OPT_PIPELINE, OPT_TIMEOUT, OPT_BEARER, OPT_SEED, OPT_JSON, OPT_HGRM,
-    OPT_QUIET, OPT_HELP, OPT_TICK, OPT_IO, OPT_AGENT, OPT_START_AT, OPT_HIST_OUT, OPT_INTERVAL
+    OPT_QUIET, OPT_HELP, OPT_TICK, OPT_IO, OPT_AGENT, OPT_START_AT, OPT_HIST_OUT, OPT_INTERVAL,
+    OPT_CONNECT_TIMEOUT, OPT_VERSION
 };
 
 int config_parse_agent(const char *s, unsigned *index, unsigned *count)
@@ -232,6 +244,7 @@ int config_parse(int argc, char **argv, const char *env_bearer, struct config *c
         {"arrivals", required_argument, NULL, OPT_ARRIVALS},
         {"pipeline", required_argument, NULL, OPT_PIPELINE},
         {"timeout", required_argument, NULL, OPT_TIMEOUT},
+        {"connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT},
         {"bearer", required_argument, NULL, OPT_BEARER},
         {"seed", required_argument, NULL, OPT_SEED},
         {"json", required_argument, NULL, OPT_JSON},
@@ -244,6 +257,7 @@ int config_parse(int argc, char **argv, const char *env_bearer, struct config *c
         {"start-at", required_argument, NULL, OPT_START_AT},
         {"quiet", no_argument, NULL, OPT_QUIET},
         {"help", no_argument, NULL, OPT_HELP},
+        {"version", no_argument, NULL, OPT_VERSION},
         {NULL, 0, NULL, 0},
     };
     memset(cfg, 0, sizeof *cfg);
@@ -252,6 +266,7 @@ int config_parse(int argc, char **argv, const char *env_bearer, struct config *c
     cfg->duration_ns = 10000000000ull;
     cfg->pipeline = 1;
     cfg->timeout_ns = 10000000000ull;
+    cfg->connect_timeout_ns = CONFIG_CONNECT_TIMEOUT_NS;
     cfg->seed = 1;
     cfg->tick_auto = 1;
     cfg->io = IO_EPOLL;
@@ -261,9 +276,13 @@ int config_parse(int argc, char **argv, const char *env_bearer, struct config *c
     const char *url = NULL;
     opterr = 0;
     int c, li = -1;
-    while ((c = getopt_long(argc, argv, ":h", opts, &li)) != -1) {
+    while ((li = -1, c = getopt_long(argc, argv, ":h", opts, &li)) != -1) {
         const char *a = optarg;
         int bad = 0;
+        if (a != NULL && *a == '\0' && li >= 0) { /* --json= or --json "" */
+            snprintf(err, errlen, "option '--%s' needs a value, not an empty one", opts[li].name);
+            return -EINVAL;
+        }
         switch (c) {
         case OPT_URL: url = a; break;
         case OPT_MIX: cfg->mix_path = a; break;
@@ -298,6 +317,10 @@ int config_parse(int argc, char **argv, const char *env_bearer, struct config *c
         case OPT_TIMEOUT:
             bad = config_parse_duration(a, &cfg->timeout_ns) || cfg->timeout_ns == 0;
             break;
+        case OPT_CONNECT_TIMEOUT:
+            bad = config_parse_duration(a, &cfg->connect_timeout_ns) ||
+                  cfg->connect_timeout_ns < 1000000; /* libuv's timers count ms */
+            break;
         case OPT_BEARER: cfg->bearer = a; break;
         case OPT_SEED: {
             uint64_t v;
@@ -330,10 +353,16 @@ int config_parse(int argc, char **argv, const char *env_bearer, struct config *c
         case OPT_QUIET: cfg->quiet = 1; break;
         case 'h':
         case OPT_HELP: config_usage(stdout); return 1;
+        case OPT_VERSION: return 2;
         case ':':
             snprintf(err, errlen, "option '%s' needs a value", argv[optind - 1]);
             return -EINVAL;
         default:
+            for (const struct option *o = opts; optopt >= OPT_URL && o->name; o++)
+                if (o->val == optopt) { /* a flag without a value given one: --quiet=1 */
+                    snprintf(err, errlen, "option '--%s' takes no value", o->name);
+                    return -EINVAL;
+                }
             snprintf(err, errlen, "unknown option '%s'", argv[optind - 1]);
             return -EINVAL;
         }

@@ -21,6 +21,8 @@
 #define CONFIG_MAX_AGENTS 1000
 #define CONFIG_START_AT_PAST_MAX_S 1.0      /* --start-at may lie this far in the past */
 #define CONFIG_MAX_INTERVALS 3600           /* --interval: at most this many per run */
+#define CONFIG_CONNECT_TIMEOUT_NS 5000000000ull /* --connect-timeout default: 5 s, past
+                                                 * Linux's SYN retransmissions at 1 and 3 s */
 
 enum arrivals { ARRIVALS_EVEN, ARRIVALS_POISSON };
 enum io_mode { IO_AUTO, IO_URING, IO_EPOLL };
@@ -40,6 +42,7 @@ struct config {
     enum arrivals arrivals;
     unsigned pipeline;
     uint64_t timeout_ns;
+    uint64_t connect_timeout_ns; /* a connect not done by then fails (a connect error) */
     const char *bearer;
     uint64_t seed;
     const char *json_path;
@@ -58,8 +61,10 @@ struct config {
     int quiet;
 };
 
-/* Parses argv into *cfg (pointers borrow argv / environ). Returns 0 to run, 1 when --help
- * printed the usage to stdout (exit 0), or -EINVAL with a message in err (exit 2).
+/* Parses argv into *cfg (pointers borrow argv / environ). Each option takes its value as
+ * "--opt VALUE" or "--opt=VALUE"; an empty value is an error. Returns 0 to run, 1 when
+ * -h/--help printed the usage to stdout (exit 0), 2 when --version was asked (the caller
+ * prints it; exit 0), or -EINVAL with a one-line message in err (exit 2).
  * `env_bearer` is $BEARER or NULL. Uses getopt_long: call once per process (tests reset
  * optind themselves). */
 int config_parse(int argc, char **argv, const char *env_bearer, struct config *cfg, char *err,

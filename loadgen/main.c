@@ -5,12 +5,17 @@
  * writes the reports. `loadgen merge` is merge.c. Globals here only: the stop flag.
  * Every time is the timebase clock (CLOCK_MONOTONIC); libuv's clock is never read. */
 #include <errno.h>
+#include <jansson.h>
+#include <libgen.h>
+#include <limits.h>
+#include <llhttp.h>
 #include <netdb.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include <uv.h>
@@ -26,7 +31,55 @@
 #include "util.h"
 #include "worker.h"
 
+/* The commit loadgen was built from: the Makefile may define GIT_COMMIT (a bare token or
+ * a string literal, either works); "unknown" otherwise. */
+#define LG_STR_(x) #x
+#define LG_STR(x) LG_STR_(x)
+#ifdef GIT_COMMIT
+#define LOADGEN_COMMIT LG_STR(GIT_COMMIT)
+#else
+#define LOADGEN_COMMIT "unknown"
+#endif
+
 static volatile int g_interrupted;
+
+/* --version: one line on stdout, the commit and the libraries' versions. */
+static void print_version(void)
+{
+    char commit[64];
+    const char *c = LOADGEN_COMMIT;
+    size_t n = strlen(c);
+    if (n >= 2 && c[0] == '"' && c[n - 1] == '"') { /* defined as a string literal */
+        c++;
+        n -= 2;
+    }
+    snprintf(commit, sizeof commit, "%.*s", (int)n, c);
+    printf("loadgen %s (libuv %s, llhttp %d.%d.%d, jansson %s)\n", *commit ? commit : "unknown",
+           uv_version_string(), LLHTTP_VERSION_MAJOR, LLHTTP_VERSION_MINOR, LLHTTP_VERSION_PATCH,
+           JANSSON_VERSION);
+}
+
+/* Whether the output file `path` of option `opt` can be written, before the run: its
+ * folder exists and is writable, and it is not a folder or a read-only file. 0, or -errno
+ * with the reason in err. */
+static int check_output(const char *opt, const char *path, char *err, size_t errlen)
+{
+    char copy[PATH_MAX];
+    struct stat st;
+    snprintf(copy, sizeof copy, "%s", path);
+    const char *dir = dirname(copy);
+    if (access(dir, W_OK | X_OK) != 0) {
+        int e = errno;
+        snprintf(err, errlen, "%s %s: folder '%s': %s", opt, path, dir, strerror(e));
+        return -e;
+    }
+    if (stat(path, &st) == 0 && (S_ISDIR(st.st_mode) || access(path, W_OK) != 0)) {
+        int e = S_ISDIR(st.st_mode) ? EISDIR : errno;
+        snprintf(err, errlen, "%s %s: %s", opt, path, strerror(e));
+        return -e;
+    }
+    return 0;
+}
 
 static void on_signal(int sig)
 {
@@ -99,11 +152,19 @@ int main(int argc, char **argv)
     static struct config cfg;
     char err[512];
     int rc = config_parse(argc, argv, getenv("BEARER"), &cfg, err, sizeof err);
-    if (rc == 1)
+    if (rc == 2)
+        print_version();
+    if (rc == 1 || rc == 2)
         return 0;
     if (rc == 0 && config_check_start_at(cfg.start_at, timebase_realtime_s(), err,
                                          sizeof err) < 0)
         rc = -ETIME;
+    const char *outputs[3][2] = {{"--json", cfg.json_path}, {"--hgrm", cfg.hgrm_path},
+                                 {"--hist-out", cfg.hist_out_path}};
+    for (int i = 0; i < 3 && rc == 0; i++)
+        if (outputs[i][1] != NULL && check_output(outputs[i][0], outputs[i][1], err,
+                                                   sizeof err) < 0)
+            rc = -EINVAL;
     if (rc < 0) {
         fprintf(stderr, "loadgen: %s\n", err);
         fprintf(stderr, "try 'loadgen --help'\n");

@@ -14,10 +14,13 @@
 
 static const char *const error_keys[STATS_ERR_COUNT] = {"connect", "read",  "write",
                                                         "timeout", "parse", "status"};
-#define NHIST 5
+#define NHIST 6
 #define OWN_LAG 4 /* send_lag_own_us: optional (older inputs lack it: then "unknown") */
+#define ANSWERED 5 /* latency_answered_us: optional; an input written before it existed had
+                    * only answered requests in latency_us, which then stands for both */
 static const char *const hist_keys[NHIST] = {"latency_us", "service_time_us", "send_lag_us",
-                                             "connection_wait_us", "send_lag_own_us"};
+                                             "connection_wait_us", "send_lag_own_us",
+                                             "latency_answered_us"};
 
 void merge_init(struct merge *m)
 {
@@ -35,7 +38,7 @@ void merge_free(struct merge *m)
 static struct histogram **stats_hist(struct stats *s, int i)
 {
     struct histogram **hs[NHIST] = {&s->latency, &s->service, &s->send_lag, &s->conn_wait,
-                                    &s->own_lag};
+                                    &s->own_lag, &s->latency_answered};
     return hs[i];
 }
 
@@ -191,6 +194,7 @@ static void config_from_run(json_t *run, struct config *c, char *mix_name, size_
     c->warmup_ns = (uint64_t)(num_field(run, "warmup_s", 0) * 1e9 + 0.5);
     c->duration_ns = (uint64_t)(num_field(run, "duration_s", 0) * 1e9 + 0.5);
     c->timeout_ns = (uint64_t)(num_field(run, "timeout_s", 0) * 1e9 + 0.5);
+    c->connect_timeout_ns = (uint64_t)(num_field(run, "connect_timeout_s", 0) * 1e9 + 0.5);
     c->seed = (uint64_t)num_field(run, "seed", 0);
     c->start_at = num_field(run, "start_at_unix_s", 0);
     c->agent_index = 0; /* the merged document describes the whole run */
@@ -234,6 +238,17 @@ int merge_add_text(struct merge *m, const char *text, const char *name, char *er
             histogram_layout(s.send_lag, &lo, &hi, &sig);
             h = histogram_new(lo, hi, sig);
             own_missing = 1;
+        } else if (i == ANSWERED && jh == NULL) { /* a copy of latency_us */
+            uint64_t lo, hi;
+            int sig;
+            histogram_layout(s.latency, &lo, &hi, &sig);
+            h = histogram_new(lo, hi, sig);
+            if (h != NULL && histogram_merge(h, s.latency) < 0) {
+                histogram_free(h);
+                h = NULL;
+            }
+            if (h == NULL)
+                snprintf(why, sizeof why, "cannot copy latency_us");
         } else {
             h = hist_import(jh, hist_keys[i], why, sizeof why);
         }
@@ -368,7 +383,7 @@ void merge_report(const struct merge *m, struct report *r)
 
 static void merge_usage(FILE *f)
 {
-    fputs("usage: loadgen merge [--hgrm FILE] [--hist-out FILE] [--quiet] OUT.json IN...\n"
+    fputs("usage: loadgen merge [--hgrm FILE] [--hist-out FILE] [--quiet] [--] OUT.json IN...\n"
           "Merges the --hist-out files IN... (e.g. one per --agent) into OUT.json, in the\n"
           "shape of a single run's --json: bucket counts and counters are added and every\n"
           "percentile is recomputed from the summed counts. achieved_rps = the summed\n"
@@ -378,8 +393,19 @@ static void merge_usage(FILE *f)
           "  --hgrm FILE      also write the merged corrected-latency spectrum (ms)\n"
           "  --hist-out FILE  also write the merged lossless file (can be merged again)\n"
           "  --quiet          no human summary on stdout\n"
+          "  -h, --help       this text\n"
+          "Options take their value as --opt FILE or --opt=FILE; an empty value is an error.\n"
           "Exit status: 0 merged, 1 an input was unreadable or refused, 2 usage error.\n",
           f);
+}
+
+/* A usage error: one line, then where the help is; returns the exit status 2. */
+static int merge_usage_error(const char *what, const char *arg)
+{
+    fprintf(stderr, "loadgen merge: %s%s%s%s\n", what, arg ? " '" : "", arg ? arg : "",
+            arg ? "'" : "");
+    fprintf(stderr, "try 'loadgen merge --help'\n");
+    return 2;
 }
 
 int merge_main(int argc, char **argv)
@@ -387,26 +413,35 @@ int merge_main(int argc, char **argv)
     const char *hgrm = NULL, *hist = NULL;
     int quiet = 0, i = 1;
     for (; i < argc && argv[i][0] == '-' && argv[i][1] != '\0'; i++) {
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+        const char *arg = argv[i];
+        if (strcmp(arg, "--") == 0) {
+            i++;
+            break;
+        }
+        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
             merge_usage(stdout);
             return 0;
-        } else if (strcmp(argv[i], "--quiet") == 0) {
-            quiet = 1;
-        } else if (strcmp(argv[i], "--hgrm") == 0 && i + 1 < argc) {
-            hgrm = argv[++i];
-        } else if (strcmp(argv[i], "--hist-out") == 0 && i + 1 < argc) {
-            hist = argv[++i];
-        } else {
-            fprintf(stderr, "loadgen merge: unknown option or missing value '%s'\n", argv[i]);
-            merge_usage(stderr);
-            return 2;
         }
+        if (strcmp(arg, "--quiet") == 0) {
+            quiet = 1;
+            continue;
+        }
+        /* --hgrm FILE, --hgrm=FILE, and the same for --hist-out */
+        const char *eq = strchr(arg, '=');
+        size_t n = eq ? (size_t)(eq - arg) : strlen(arg);
+        const char **dst = n == 6 && strncmp(arg, "--hgrm", n) == 0       ? &hgrm
+                           : n == 10 && strncmp(arg, "--hist-out", n) == 0 ? &hist
+                                                                          : NULL;
+        if (dst == NULL)
+            return merge_usage_error("unknown option", arg);
+        if (eq == NULL && i + 1 >= argc)
+            return merge_usage_error("this option needs a value:", arg);
+        *dst = eq ? eq + 1 : argv[++i];
+        if (**dst == '\0')
+            return merge_usage_error("this option needs a value, not an empty one:", arg);
     }
-    if (argc - i < 2) {
-        fprintf(stderr, "loadgen merge: need OUT.json and at least one input\n");
-        merge_usage(stderr);
-        return 2;
-    }
+    if (argc - i < 2)
+        return merge_usage_error("need OUT.json and at least one input", NULL);
     const char *out = argv[i++];
     struct merge m;
     merge_init(&m);

@@ -60,11 +60,16 @@ static void print_intervals(const struct stats *t, FILE *f)
     if (n > 0) {
         double median = n % 2 ? ms(p99[n / 2]) : (ms(p99[n / 2 - 1]) + ms(p99[n / 2])) / 2;
         fprintf(f, "  latency p99 per %.3g s interval (ms): median %.3f  min %.3f  max %.3f  "
-                   "over %u intervals with responses (of %u)\n",
+                   "over %u intervals with requests (of %u)\n",
                 (double)t->interval_ns / 1e9, median, ms(p99[0]), ms(p99[n - 1]), n,
                 t->n_intervals);
     }
     free(p99);
+}
+
+uint64_t report_unanswered(const struct stats *t)
+{
+    return t->errors[STATS_ERR_TIMEOUT] + t->in_flight_at_end + t->requests_not_sent;
 }
 
 void report_print(const struct report *r, FILE *f)
@@ -96,15 +101,27 @@ void report_print(const struct report *r, FILE *f)
                     t->unexpected_status[s] ? "(unexpected)" : "");
     fputc('\n', f);
     const char *lat_name = c->rate > 0 ? "latency (corrected)" : "latency";
-    fprintf(f, "  %-10s %20s %20s\n", "ms", lat_name, "service (uncorrected)");
-    for (size_t i = 0; i < ARRAY_LEN(pcts); i++)
-        fprintf(f, "  %-10s %20.3f %20.3f\n", pcts[i].label,
-                ms(histogram_percentile(t->latency, pcts[i].p)),
-                ms(histogram_percentile(t->service, pcts[i].p)));
-    fprintf(f, "  %-10s %20.3f %20.3f\n", "max", ms(histogram_max(t->latency)),
-            ms(histogram_max(t->service)));
-    fprintf(f, "  %-10s %20.3f %20.3f\n", "mean", histogram_mean(t->latency) / 1000.0,
-            histogram_mean(t->service) / 1000.0);
+    const struct histogram *cols[3] = {t->latency, t->latency_answered, t->service};
+    fprintf(f, "  %-10s %20s %20s %22s\n", "ms", lat_name, "answered only",
+            "service (uncorrected)");
+    for (size_t i = 0; i < ARRAY_LEN(pcts); i++) {
+        fprintf(f, "  %-10s", pcts[i].label);
+        for (int k = 0; k < 3; k++)
+            fprintf(f, " %*.3f", k == 2 ? 22 : 20, ms(histogram_percentile(cols[k], pcts[i].p)));
+        fputc('\n', f);
+    }
+    fprintf(f, "  %-10s", "max");
+    for (int k = 0; k < 3; k++)
+        fprintf(f, " %*.3f", k == 2 ? 22 : 20, ms(histogram_max(cols[k])));
+    fprintf(f, "\n  %-10s", "mean");
+    for (int k = 0; k < 3; k++)
+        fprintf(f, " %*.3f", k == 2 ? 22 : 20, histogram_mean(cols[k]) / 1000.0);
+    fputc('\n', f);
+    fprintf(f, "  the latency counts %llu requests without an answer at the time they had "
+               "reached: %llu timed out, %llu in flight and %llu due but not sent at the end\n",
+            (unsigned long long)report_unanswered(t),
+            (unsigned long long)t->errors[STATS_ERR_TIMEOUT],
+            (unsigned long long)t->in_flight_at_end, (unsigned long long)t->requests_not_sent);
     print_intervals(t, f);
     if (histogram_out_of_range(t->latency))
         fprintf(f, "  %llu latencies above %.0f s (clamped)\n",
@@ -268,7 +285,8 @@ void report_json(const struct report *r, FILE *f)
     json_str(f, r->hostname ? r->hostname : "");
     fprintf(f, ",\"warmup_s\":%.3f,\"duration_s\":%.3f,\"elapsed_s\":%.6f",
             (double)c->warmup_ns / 1e9, (double)c->duration_ns / 1e9, r->elapsed_s);
-    fprintf(f, ",\"timeout_s\":%.3f,\"seed\":%llu", (double)c->timeout_ns / 1e9,
+    fprintf(f, ",\"timeout_s\":%.3f,\"connect_timeout_s\":%.3f,\"seed\":%llu",
+            (double)c->timeout_ns / 1e9, (double)c->connect_timeout_ns / 1e9,
             (unsigned long long)c->seed);
     fprintf(f, ",\"requests_sent\":%llu,\"requests_completed\":%llu,\"achieved_rps\":%.3f",
             (unsigned long long)t->requests_sent, (unsigned long long)t->requests_completed,
@@ -300,8 +318,11 @@ void report_json(const struct report *r, FILE *f)
             }
         fputc('}', f);
     }
+    fprintf(f, ",\"requests_unanswered\":%llu", (unsigned long long)report_unanswered(t));
     fputs(",\"latency_ms\":", f);
     json_hist(f, t->latency);
+    fputs(",\"latency_answered_ms\":", f);
+    json_hist(f, t->latency_answered);
     fputs(",\"latency_intervals\":", f);
     json_intervals(f, t);
     fputs(",\"service_time_ms\":", f);
@@ -381,6 +402,8 @@ int report_write_hist(const struct report *r, const char *path)
     report_json(r, f);
     fputs(",\"histograms\":{", f);
     json_hist_buckets(f, "latency_us", t->latency);
+    fputc(',', f);
+    json_hist_buckets(f, "latency_answered_us", t->latency_answered);
     fputc(',', f);
     json_hist_buckets(f, "service_time_us", t->service);
     fputc(',', f);

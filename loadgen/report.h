@@ -43,6 +43,9 @@ struct report {
     int own_lag_unknown;     /* merge: an input did not record the own send lag */
 };
 
+/* The requests of t that the latency histogram holds without an answer: timed out, in
+ * flight at the end, due and not sent (latency.count - latency_answered.count). */
+uint64_t report_unanswered(const struct stats *t);
 /* Writes the human summary to f. */
 void report_print(const struct report *r, FILE *f);
 /* Writes the JSON document (one object, no newline) to f. */
@@ -50,13 +53,14 @@ void report_json(const struct report *r, FILE *f);
 /* Writes the JSON document and a newline to path. 0 or a negative errno. */
 int report_write_json(const struct report *r, const char *path);
 /* Writes the lossless file to path: {"format":"loadgen-hist-1","run":<the --json
- * document>,"histograms":{"latency_us":H,"service_time_us":H,"send_lag_us":H,
- * "connection_wait_us":H,"send_lag_own_us":H (absent when unknown)}},
- * H = {"lowest","highest","sig_figs","unit":"us","total","min",
- * "max","sum","out_of_range","buckets":[[value,count],...]} (non-empty buckets, value =
- * the bucket's highest equivalent value). 0 or a negative errno. */
+ * document>,"histograms":{"latency_us":H,"latency_answered_us":H,"service_time_us":H,
+ * "send_lag_us":H,"connection_wait_us":H,"send_lag_own_us":H (absent when unknown)}},
+ * H = {"lowest","highest","sig_figs","unit":"us","total","min","max","sum",
+ * "out_of_range","buckets":[[value,count],...]} (non-empty buckets, value = the bucket's
+ * highest equivalent value). 0 or a negative errno. */
 int report_write_hist(const struct report *r, const char *path);
-/* Writes the corrected-latency spectrum in ms to path. 0 or a negative errno. */
+/* Writes the corrected-latency spectrum (the latency histogram: unanswered requests
+ * included) in ms to path. 0 or a negative errno. */
 int report_write_hgrm(const struct report *r, const char *path);
 
 #endif

@@ -18,6 +18,7 @@ void stats_init(struct stats *s)
 {
     memset(s, 0, sizeof *s);
     s->latency = stats_histogram_new();
+    s->latency_answered = stats_histogram_new();
     s->service = stats_histogram_new();
     s->send_lag = stats_histogram_new();
     s->conn_wait = stats_histogram_new();
@@ -52,11 +53,19 @@ void stats_free(struct stats *s)
 {
     intervals_free(s);
     histogram_free(s->latency);
+    histogram_free(s->latency_answered);
     histogram_free(s->service);
     histogram_free(s->send_lag);
     histogram_free(s->conn_wait);
     histogram_free(s->own_lag);
-    s->latency = s->service = s->send_lag = s->conn_wait = s->own_lag = NULL;
+    s->latency = s->latency_answered = s->service = s->send_lag = s->conn_wait = NULL;
+    s->own_lag = NULL;
+}
+
+void stats_finish(struct stats *s)
+{
+    if (histogram_merge(s->latency, s->latency_answered) < 0)
+        panic("histogram layouts differ");
 }
 
 void stats_merge(struct stats *dst, const struct stats *src)
@@ -75,6 +84,7 @@ void stats_merge(struct stats *dst, const struct stats *src)
         dst->unexpected_status[i] += src->unexpected_status[i];
     }
     if (histogram_merge(dst->latency, src->latency) < 0 ||
+        histogram_merge(dst->latency_answered, src->latency_answered) < 0 ||
         histogram_merge(dst->service, src->service) < 0 ||
         histogram_merge(dst->send_lag, src->send_lag) < 0 ||
         histogram_merge(dst->conn_wait, src->conn_wait) < 0 ||

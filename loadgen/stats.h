@@ -33,7 +33,14 @@ struct stats {
     /* constant rate only (closed loop has no planned times): */
     uint64_t requests_waited;      /* due while no connection had room; sent later */
     uint64_t requests_not_sent;    /* planned inside the window, never sent */
-    struct histogram *latency;     /* corrected: from the planned send time */
+    struct histogram *latency;     /* corrected, from the planned send time, of every request
+                                    * of the window: answered, timed out (at the timeout),
+                                    * or unanswered when the window closed (in flight, or
+                                    * due and not sent: at the window's end). While a worker
+                                    * runs it holds only the unanswered ones (the hot path
+                                    * records an answer once, into latency_answered);
+                                    * stats_finish adds the answered in */
+    struct histogram *latency_answered; /* corrected, the answered requests only */
     struct histogram *service;     /* uncorrected: from the actual send */
     struct histogram *send_lag;    /* actual send - planned send, every request sent */
     struct histogram *conn_wait;   /* the send lag of the requests_waited */
@@ -64,6 +71,16 @@ static inline void stats_record_interval(struct stats *s, uint64_t since_ns, uin
     uint64_t i = since_ns / s->interval_ns;
     histogram_record(s->interval_latency[i < s->n_intervals ? i : s->n_intervals - 1], us);
 }
+/* A request of the window without an answer: its corrected latency so far `us`, reached
+ * `since_ns` after the window opened (when it timed out, or when the window closed). */
+static inline void stats_record_unanswered(struct stats *s, uint64_t since_ns, uint64_t us)
+{
+    histogram_record(s->latency, us);
+    stats_record_interval(s, since_ns, us);
+}
+/* The end of a worker's recording: adds latency_answered into latency, which from then on
+ * holds every request (call once, before stats_merge or reading latency). */
+void stats_finish(struct stats *s);
 /* Adds src's counters and histograms into dst (after src's thread has been joined); the
  * per-interval ones when both have the same intervals (else dst's are dropped: unknown). */
 void stats_merge(struct stats *dst, const struct stats *src);

@@ -1,10 +1,9 @@
-/* worker: one load-generating thread: its own uv loop, its share of the connections,
- * the send schedule (closed loop, or constant rate: every wake-up sends what is due, the
- * timer is a tick grid), socket I/O through io_uring or libuv's epoll, response parsing
- * (llhttp, response mode), validation and recording into its own struct stats.
- * Threads share only the read-only struct worker_shared; nothing on the hot path is
- * shared. Lifecycle: worker_new -> worker_start -> (barriers with main) -> worker_join
- * -> read worker_stats -> worker_free. */
+/* worker: one load-generating thread: its own uv loop, its share of the connections
+ * (client.h), the send schedule (dispatch.h: closed loop, or constant rate on a tick
+ * grid), socket I/O through one of the back-ends of io.h (libuv's epoll, the epoll tick
+ * loop, io_uring), and its own struct stats. Threads share only the read-only struct
+ * worker_shared; nothing on the hot path is shared. Lifecycle: worker_new -> worker_start
+ * -> (barriers with main) -> worker_join -> read worker_stats -> worker_free. */
 #ifndef LOADGEN_WORKER_H
 #define LOADGEN_WORKER_H
 
@@ -41,7 +40,9 @@ struct worker;
 /* Creates worker `id` (0-based) owning `nconns` connections. Borrows sh for its life.
  * Aborts only on OOM. Main thread. */
 struct worker *worker_new(struct worker_shared *sh, unsigned id, unsigned nconns);
-/* Starts its thread: 0 or a negative errno (then nothing started). The thread waits at
+/* Starts its thread, named "lg-ID" (pthread_setname_np: /proc/PID/task/TID/comm, so a
+ * runner can read each worker's CPU in /proc/PID/task/TID/stat): 0 or a negative errno
+ * (then nothing started). The thread waits at
  * sh->gate before it does anything: main opens it once every thread started (failed 0),
  * or when one could not (failed 1: the started ones end at once; join them then). */
 int worker_start(struct worker *w);

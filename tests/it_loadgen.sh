@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # it_loadgen.sh: behaviour tests of build/loadgen against the test servers in
-# tests/helpers (stall_server, fault_server) and, when built, build/async-server:
-# usage errors, coordinated-omission correction, rate accuracy, send lag and connection
-# waits, --tick, both I/O back-ends, exact error accounting, agents splitting one schedule
-# (--agent, --start-at) and `loadgen merge`, mix fidelity (loadgen and wrk + wrk_mix.lua,
-# checked with the server's /metrics). Prints TAP. Each loadgen run is 1-3 s; the whole
-# script takes about 45 s.
+# tests/helpers (stall_server, fault_server, silent_server) and, when built,
+# build/async-server: usage errors, coordinated-omission correction, rate accuracy, send lag
+# and connection waits, --tick, both I/O back-ends, exact error accounting, the connect
+# timeout, the reconnect backoff, unanswered requests in the corrected latency, agents
+# splitting one schedule (--agent, --start-at) and `loadgen merge`, mix fidelity (loadgen
+# and wrk + wrk_mix.lua, checked with the server's /metrics). Prints TAP. Each loadgen run
+# is 1-3 s; the whole script takes about 55 s.
 set -euo pipefail
 
 BUILD="${BUILD:-build}"
@@ -80,12 +81,29 @@ out=$("$LOADGEN" --help) && rc=0 || rc=$?
 check "--help exits 0" test "$rc" -eq 0
 missing=""
 for f in url mix connections threads duration warmup rate arrivals pipeline timeout bearer seed \
-         json hgrm quiet help tick io agent start-at hist-out; do
+         json hgrm quiet help tick io agent start-at hist-out connect-timeout version; do
     grep -q -- "--$f" <<<"$out" || missing="$missing $f"
 done
 check "--help documents every flag (missing:${missing:- none})" test -z "$missing"
 rc=0; "$LOADGEN" --url http://127.0.0.1:1 --bogus 2>"$TMP/err" || rc=$?
 check "unknown flag exits 2" test "$rc" -eq 2
+check "a usage error is one line, then where the help is ($(head -n1 "$TMP/err"))" \
+    bash -c "[[ \$(wc -l <'$TMP/err') -eq 2 ]] && grep -q -- '--bogus' '$TMP/err' && [[ \$(tail -n1 '$TMP/err') == \"try 'loadgen --help'\" ]]"
+rc=0; "$LOADGEN" -h >"$TMP/out" || rc=$?
+check "-h exits 0 and prints the usage" \
+    bash -c "[[ $rc -eq 0 ]] && grep -q '^usage: loadgen' '$TMP/out'"
+rc=0; "$LOADGEN" --version >"$TMP/out" || rc=$?
+check "--version exits 0: '$(cat "$TMP/out")'" \
+    bash -c "[[ $rc -eq 0 && \$(wc -l <'$TMP/out') -eq 1 ]] && grep -Eq '^loadgen [^ ]+ \(libuv [0-9.]+, llhttp [0-9.]+, jansson [0-9.]+\)$' '$TMP/out'"
+rc=0; "$LOADGEN" --url=http://127.0.0.1:1 --duration= 2>"$TMP/err" || rc=$?
+check "an empty value (--duration=) exits 2: $(head -n1 "$TMP/err")" \
+    bash -c "[[ $rc -eq 2 ]] && grep -q 'empty' '$TMP/err'"
+rc=0; "$LOADGEN" --url http://127.0.0.1:1 --json "$TMP/no/such/dir/out.json" 2>"$TMP/err" || rc=$?
+check "--json into a missing folder exits 2 before connecting: $(head -n1 "$TMP/err")" \
+    bash -c "[[ $rc -eq 2 ]] && grep -q -- '--json' '$TMP/err' && ! grep -q 'cannot connect' '$TMP/err'"
+rc=0; "$LOADGEN" merge --bogus "$TMP/m.json" x 2>"$TMP/err" || rc=$?
+check "merge: an unknown option exits 2 with one line and where the help is" \
+    bash -c "[[ $rc -eq 2 && \$(wc -l <'$TMP/err') -eq 2 ]] && grep -q 'loadgen merge --help' '$TMP/err'"
 rc=0; "$LOADGEN" --url http://127.0.0.1:1 --duration soon 2>"$TMP/err" || rc=$?
 check "bad --duration exits 2 with a message" \
     bash -c "[[ $rc -eq 2 ]] && grep -q -- '--duration' '$TMP/err'"
@@ -215,8 +233,14 @@ check "generator stopped past a server stall: own send lag p99 $own99 ms >= $((S
 start_helper stall_server --stall-ms 0
 "$LOADGEN" --url "http://127.0.0.1:$SERVER_PORT" --rate "$RATE" --duration "$RATE_SECS" \
     --connections 8 --json "$TMP/rate.json" --quiet
+# (its worker threads are named, for a runner reading /proc/PID/task/TID/{comm,stat})
 "$LOADGEN" --url "http://127.0.0.1:$SERVER_PORT" --rate "$RATE" --duration "$RATE_SECS" \
-    --arrivals poisson --threads 2 --connections 8 --json "$TMP/poisson.json" --quiet
+    --arrivals poisson --threads 2 --connections 8 --json "$TMP/poisson.json" --quiet &
+lg_pid=$!
+PIDS+=("$lg_pid")
+sleep 0.5
+thread_names=$(cat "/proc/$lg_pid/task/"*/comm 2>/dev/null | sort | tr '\n' ' ')
+wait "$lg_pid"
 "$LOADGEN" --url "http://127.0.0.1:$SERVER_PORT" --duration 1 --threads 2 --connections 4 \
     --pipeline 8 --interval 250ms --json "$TMP/pipe.json" --quiet
 # A low rate against a fast server: the send lag must be small against the 100 ms interval,
@@ -324,6 +348,12 @@ check "merge: max is the agents' max; p99 lies between theirs (recomputed, not a
     '.latency_ms.max == ([$a[0].latency_ms.max, $b[0].latency_ms.max] | max) and
      .latency_ms.p99 >= ([$a[0].latency_ms.p99, $b[0].latency_ms.p99] | min) and
      .latency_ms.p99 <= ([$a[0].latency_ms.p99, $b[0].latency_ms.p99] | max)' "$M"
+# shellcheck disable=SC2016 # $a and $b are jq variables
+check "merge: answered latency count and unanswered requests are the agents' sums" \
+    jtrue --slurpfile a "$TMP/agent0.json" --slurpfile b "$TMP/agent1.json" \
+    '.latency_answered_ms.count == $a[0].latency_answered_ms.count + $b[0].latency_answered_ms.count and
+     .requests_unanswered == $a[0].requests_unanswered + $b[0].requests_unanswered and
+     .latency_ms.count == .latency_answered_ms.count + .requests_unanswered' "$M"
 check "merge: 2 agents listed, connections summed, --hgrm written" \
     bash -c "jq -e '.merged_from == 2 and (.agents | length) == 2 and .connections == 8' '$M' >/dev/null && grep -q Percentile '$TMP/merged.hgrm'"
 want=$((RATE * RATE_SECS))
@@ -337,6 +367,8 @@ check "poisson arrivals, 2 threads: completed $got within 8% of $want" \
     fcmp "$(awk -v g="$got" -v w="$want" 'BEGIN { d = g - w; if (d < 0) d = -d; print d }')" \
     '<=' "$(awk -v w="$want" 'BEGIN { print w * 0.08 }')"
 check "constant rate: no errors" test "$(jget "$TMP/rate.json" .errors_total)" -eq 0
+check "--threads 2: the threads are named '$thread_names' (lg-0 lg-1 beside main's loadgen)" \
+    test "$thread_names" = "lg-0 lg-1 loadgen "
 R="$TMP/rate.json"
 check "send lag present and ordered: 0 <= p50 $(jget "$R" .send_lag_ms.p50) <= p99 $(jget "$R" .send_lag_ms.p99) <= max $(jget "$R" .send_lag_ms.max) ms" \
     jtrue '.send_lag_ms | (.p50 >= 0 and .p50 <= .p99 and .p99 <= .max and .mean >= 0)' "$R"
@@ -353,7 +385,8 @@ keys_missing=$(jq -r '[ "url","mix","threads","connections","pipeline","mode","a
     "target_rps","warmup_s","duration_s","elapsed_s","requests_sent","requests_completed",
     "achieved_rps","in_flight_at_end","connections_established","connections_failed","errors",
     "status_counts","unexpected_status_counts","latency_ms","service_time_ms","out_of_range",
-    "loadgen_cpu_s" ] - keys | join(",")' "$TMP/rate.json")
+    "loadgen_cpu_s","latency_answered_ms","requests_unanswered","connect_timeout_s" ] - keys
+    | join(",")' "$TMP/rate.json")
 check "--json has every contract key (missing: ${keys_missing:-none})" test -z "$keys_missing"
 
 # ---- error accounting ----
@@ -378,6 +411,14 @@ check "no connect/write errors" test "$(jget "$F" '.errors.connect + .errors.wri
 acct=$(jget "$F" '.requests_completed + .errors.read + .errors.parse + .errors.timeout + .in_flight_at_end')
 check "every request sent is accounted once: $acct = sent $(jget "$F" .requests_sent)" \
     test "$acct" -eq "$(jget "$F" .requests_sent)"
+# The hung requests timed out at 300 ms: in the corrected latency at that age, beside the
+# answered ones; the answered-only histogram is the completed requests.
+check "timed-out requests are in the latency: count $(jget "$F" .latency_ms.count) = completed + timeouts + in flight at end + not sent, max $(jget "$F" .latency_ms.max) ms >= the 300 ms timeout; answered only: $(jget "$F" .latency_answered_ms.count)" \
+    jtrue '.errors.timeout > 0 and .latency_ms.max >= 300 and
+           .latency_ms.count == .requests_completed + .errors.timeout + .in_flight_at_end + .requests_not_sent and
+           .requests_unanswered == .errors.timeout + .in_flight_at_end + .requests_not_sent and
+           .latency_answered_ms.count == .requests_completed and
+           .latency_answered_ms.max <= .latency_ms.max' "$F"
 # The end of an overloaded run where every response closes its connection: requests lost
 # around the window's end are counted once (an error, or in flight at the end, not both),
 # and what was due in the window is sent or not_sent. Three runs: the defect this guards
@@ -394,6 +435,58 @@ for i in 1 2 3; do
     check "every response closes, 30,000 req/s, run $i: accounted $acct = sent $(jget "$C" .requests_sent) (not sent $(jget "$C" .requests_not_sent))" \
         test "$acct" -eq "$(jget "$C" .requests_sent)"
 done
+
+# ---- connect timeout, reconnect backoff, unanswered requests (silent_server) ----
+# A listener whose accept queue is full drops every SYN: without a connect timeout the
+# connect hangs for the kernel's ~2 minutes (bounded here by `timeout`).
+start_helper silent_server --no-accept 1
+t0=$(date +%s%N)
+rc=0; timeout -k 1 15 "$LOADGEN" --url "http://127.0.0.1:$SERVER_PORT" --duration 1 \
+    --connections 2 --connect-timeout 300ms --quiet 2>"$TMP/err" || rc=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+stop_helper
+check "SYNs dropped, --connect-timeout 300ms: exit $rc (want 1) after $ms ms (< 5,000), '$(head -c 90 "$TMP/err")'" \
+    bash -c "[[ $rc -eq 1 && $ms -lt 5000 ]] && grep -q 'timed out' '$TMP/err'"
+# A server that accepts and closes each connection at once (ours past --max-conns): the
+# reconnects back off (25-50 ms, doubling to 0.5-1 s), about 7 connects per connection
+# in 2 s rather than thousands.
+start_helper silent_server --accept-close 1
+"$LOADGEN" --url "http://127.0.0.1:$SERVER_PORT" --duration 2 --connections 4 \
+    --json "$TMP/acceptclose.json" --quiet
+stop_helper
+accepted=$(sed -n 's/^accepted=//p' "$TMP/silent_server.out")
+AC="$TMP/acceptclose.json"
+check "accept-and-close server, 4 connections, 2 s: $accepted connects (12..48: backoff), $(jget "$AC" .connections_established) established, read+write errors $(jget "$AC" '.errors.read + .errors.write')" \
+    bash -c "[[ $accepted -ge 12 && $accepted -le 48 && $(jget "$AC" .connections_established) -eq $accepted && $(jget "$AC" '.errors.read + .errors.write') -ge 4 ]]"
+# A server that never answers, at 200 req/s for 1 s on 4 connections: 4 requests in flight
+# at the end and 196 due but not sent, all of them in the corrected latency at the age
+# they had reached at the end (the k-th due at k x 5 ms: 1,000 ms down to 5 ms), none in
+# the answered one; --hgrm, --hist-out and a merge of it agree.
+start_helper silent_server
+"$LOADGEN" --url="http://127.0.0.1:$SERVER_PORT" --rate=200 --duration=1 --connections=4 \
+    --json="$TMP/mute.json" --hgrm="$TMP/mute.hgrm" --hist-out="$TMP/mute.hist.json" --quiet
+stop_helper
+U="$TMP/mute.json"
+check "never answered: latency count $(jget "$U" .latency_ms.count) = 200 (in flight $(jget "$U" .in_flight_at_end) + not sent $(jget "$U" .requests_not_sent)), p50 $(jget "$U" .latency_ms.p50) ms in [400, 600], max $(jget "$U" .latency_ms.max) ms in [950, 1050]; answered $(jget "$U" .latency_answered_ms.count)" \
+    jtrue '.latency_ms.count == 200 and .requests_unanswered == 200 and .in_flight_at_end == 4 and
+           .requests_not_sent == 196 and .latency_answered_ms.count == 0 and .requests_completed == 0 and
+           .latency_ms.p50 >= 400 and .latency_ms.p50 <= 600 and
+           .latency_ms.max >= 950 and .latency_ms.max <= 1050' "$U"
+check "never answered: the intervals hold them too ($(jq -c .latency_intervals.count "$U"))" \
+    jtrue '(.latency_intervals.count | add) == .latency_ms.count' "$U"
+check "never answered: --hgrm spectrum of the same 200 ($(grep -o 'Total count *= *[0-9]*' "$TMP/mute.hgrm"))" \
+    grep -Eq 'Total count *= *200\b' "$TMP/mute.hgrm"
+check "never answered: --hist-out latency_us total 200, latency_answered_us total 0" \
+    jtrue '.histograms.latency_us.total == 200 and .histograms.latency_answered_us.total == 0' \
+    "$TMP/mute.hist.json"
+"$LOADGEN" merge --quiet --hgrm="$TMP/mute-merged.hgrm" "$TMP/mute-merged.json" "$TMP/mute.hist.json"
+# shellcheck disable=SC2016 # $u is jq's
+check "never answered: loadgen merge (--hgrm=FILE) keeps both histograms and the count" \
+    jtrue --slurpfile u "$U" '.latency_ms == $u[0].latency_ms and
+           .latency_answered_ms == $u[0].latency_answered_ms and .requests_unanswered == 200' \
+    "$TMP/mute-merged.json"
+check "never answered: the merge's --hgrm spectrum is the run's" \
+    cmp -s "$TMP/mute.hgrm" "$TMP/mute-merged.hgrm"
 
 # ---- mix fidelity against the real server ----
 route_counts() { # prints "user_get user_list user_create" totals over all statuses

@@ -1,6 +1,7 @@
 /* test_loadgen_config: command-line parsing: defaults, durations, URLs, the usage
- * errors that make loadgen exit 2, --tick/--io/--agent/--start-at, and the one clock
- * (timebase) that every loadgen timestamp uses. */
+ * errors that make loadgen exit 2, "--opt value" and "--opt=value", --version,
+ * --tick/--io/--agent/--start-at, and the one clock (timebase) that every loadgen
+ * timestamp uses. */
 #include <errno.h>
 #include <getopt.h>
 #include <setjmp.h>
@@ -334,6 +335,49 @@ static void test_timebase_is_one_clock(void **state)
     assert_true(timebase_now_ns() >= until);
 }
 
+static void test_value_forms(void **state)
+{
+    struct config a, b;
+    char err[256];
+    assert_int_equal(parse(&a, err, sizeof err, "--url", "http://h:1", "--duration", "2s",
+                           "--connect-timeout", "250ms", "--json", "j.json", NULL),
+                     0);
+    assert_int_equal(parse(&b, err, sizeof err, "--url=http://h:1", "--duration=2s",
+                           "--connect-timeout=250ms", "--json=j.json", NULL),
+                     0);
+    assert_int_equal(a.duration_ns, 2000000000ull);
+    assert_int_equal(b.duration_ns, a.duration_ns);
+    assert_int_equal(b.connect_timeout_ns, 250000000ull);
+    assert_int_equal(a.connect_timeout_ns, b.connect_timeout_ns);
+    assert_string_equal(b.json_path, "j.json");
+    assert_string_equal(b.url, "http://h:1");
+    /* the default connect timeout, and one under a millisecond is refused */
+    assert_int_equal(parse(&a, err, sizeof err, "--url", "http://h:1", NULL), 0);
+    assert_int_equal(a.connect_timeout_ns, CONFIG_CONNECT_TIMEOUT_NS);
+    assert_int_equal(parse(&a, err, sizeof err, "--url", "http://h:1", "--connect-timeout",
+                           "500us", NULL),
+                     -EINVAL);
+    /* an empty value is an error, in either form, not a default */
+    assert_int_equal(parse(&a, err, sizeof err, "--url", "http://h:1", "--json=", NULL),
+                     -EINVAL);
+    assert_non_null(strstr(err, "empty"));
+    assert_non_null(strstr(err, "--json"));
+    assert_int_equal(parse(&a, err, sizeof err, "--url", "http://h:1", "--duration", "", NULL),
+                     -EINVAL);
+    assert_non_null(strstr(err, "--duration"));
+    assert_int_equal(parse(&a, err, sizeof err, "--url=", NULL), -EINVAL);
+    /* a flag given a value */
+    assert_int_equal(parse(&a, err, sizeof err, "--url", "http://h:1", "--quiet=1", NULL),
+                     -EINVAL);
+    assert_non_null(strstr(err, "takes no value"));
+    /* a value missing at the end */
+    assert_int_equal(parse(&a, err, sizeof err, "--url", "http://h:1", "--json", NULL), -EINVAL);
+    assert_non_null(strstr(err, "needs a value"));
+    /* --version: 2, wherever it stands (main prints it and exits 0) */
+    assert_int_equal(parse(&a, err, sizeof err, "--version", NULL), 2);
+    assert_int_equal(parse(&a, err, sizeof err, "--url", "http://h:1", "--version", NULL), 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -348,6 +392,7 @@ int main(void)
         cmocka_unit_test(test_durations),
         cmocka_unit_test(test_url_query_ends_the_authority),
         cmocka_unit_test(test_usage_errors),
+        cmocka_unit_test(test_value_forms),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

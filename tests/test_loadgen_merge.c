@@ -1,8 +1,9 @@
 /* test_loadgen_merge: lossless --hist-out files and `loadgen merge`. A sample split over
  * several runs, each written with report_write_hist and merged with merge_add_file, gives
  * exactly the histograms of the whole sample recorded at once (every bucket, count, min,
- * max, mean and percentile) and the summed counters; inputs with another histogram
- * layout, or that are not --hist-out files, are refused. */
+ * max, mean and percentile) and the summed counters; the answered-only latency travels
+ * beside the latency (an input without it counts its latency as both); inputs with another
+ * histogram layout, or that are not --hist-out files, are refused. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -262,11 +263,75 @@ static void test_refusals(void **state)
     stats_free(&s);
 }
 
+/* text without its "KEY":{...} histogram object (and the comma after it) */
+static char *drop_histogram(const char *text, const char *key)
+{
+    const char *at = strstr(text, key);
+    assert_non_null(at);
+    const char *end = strstr(at, "]},");
+    assert_non_null(end);
+    end += 3;
+    size_t n = strlen(text) - (size_t)(end - at) + 1;
+    char *out = xmalloc(n);
+    snprintf(out, n, "%.*s%s", (int)(at - text), text, end);
+    return out;
+}
+
+static void test_answered_latency(void **state)
+{
+    struct config cfg = test_config(1000.0);
+    struct stats s[2];
+    char paths[2][64];
+    for (unsigned p = 0; p < 2; p++) {
+        stats_init(&s[p]);
+        /* answered: 100 + p, 200 + p us; unanswered (latency only): 5 s + p us */
+        histogram_record(s[p].latency_answered, 100 + p);
+        histogram_record(s[p].latency_answered, 200 + p);
+        histogram_record(s[p].latency, 5000000 + p);
+        stats_finish(&s[p]);
+        s[p].requests_sent = s[p].requests_completed = 2;
+        s[p].in_flight_at_end = 1;
+        s[p].status[200] = 2;
+        snprintf(paths[p], sizeof paths[p], "/tmp/test_loadgen_merge.%d.a%u", (int)getpid(), p);
+        write_part(&s[p], &cfg, p, paths[p]);
+    }
+    assert_int_equal(histogram_total(s[0].latency), 3);
+    struct merge m;
+    merge_init(&m);
+    char err[800];
+    for (unsigned p = 0; p < 2; p++)
+        assert_int_equal(merge_add_file(&m, paths[p], err, sizeof err), 0);
+    assert_int_equal(histogram_total(m.total.latency), 6);
+    assert_int_equal(histogram_max(m.total.latency), 5000001);
+    assert_int_equal(histogram_total(m.total.latency_answered), 4);
+    assert_int_equal(histogram_max(m.total.latency_answered), 201);
+    assert_int_equal(histogram_min(m.total.latency_answered), 100);
+    assert_int_equal(report_unanswered(&m.total), 2);
+    merge_free(&m);
+
+    /* An input from before latency_answered_us: its latency_us stands for both. */
+    char *text = read_all(paths[0]);
+    char *old = drop_histogram(text, "\"latency_answered_us\"");
+    assert_null(strstr(old, "latency_answered_us"));
+    merge_init(&m);
+    assert_int_equal(merge_add_text(&m, old, "old", err, sizeof err), 0);
+    assert_int_equal(histogram_total(m.total.latency_answered), 3);
+    assert_int_equal(histogram_max(m.total.latency_answered), 5000000);
+    merge_free(&m);
+    free(old);
+    free(text);
+    for (unsigned p = 0; p < 2; p++) {
+        unlink(paths[p]);
+        stats_free(&s[p]);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_split_merge_equals_whole),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_answered_latency),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

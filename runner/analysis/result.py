@@ -38,6 +38,7 @@ FIELDS = [
     "saturation_rps", "target_rps", "sustained_rps",
     "latency_p50_ms", "latency_p75_ms", "latency_p90_ms", "latency_p99_ms", "latency_p99_9_ms",
     "latency_p99_99_ms", "latency_max_ms", "latency_mean_ms", "latency_p99_intervals",
+    "latency_p99_answered_ms",
     "service_time_p50_ms", "service_time_p99_ms", "service_time_max_ms",
     "send_lag_p50_ms", "send_lag_p99_ms", "send_lag_max_ms", "send_lag_own_p99_ms",
     "send_lag_own_max_ms", "requests_waited_for_connection",
@@ -48,6 +49,7 @@ FIELDS = [
     "server_cpus_busy_pct", "server_cpus_other_pct", "server_cpus_steal_pct",
     "loadgen_cpu_pct", "loadgen_cpu_s", "loadgen_agents", "loadgen_hosts",
     "errors", "errors_total", "status_counts", "unexpected_status_counts", "in_flight_at_end",
+    "requests_unanswered",
     "probe", "server_metrics", "server_exit",
     "config", "host", "versions", "timestamps", "validity", "flags", "problems", "failure",
 ]
@@ -189,6 +191,8 @@ def phase_figures(run_dir, phase, clk_tck, n_srv):
         "connections_established": lg.get("connections_established"),
         "connections_failed": lg.get("connections_failed"),
         "latency": lg.get("latency_ms") or {}, "service": lg.get("service_time_ms") or {},
+        "latency_answered": lg.get("latency_answered_ms") or {},
+        "requests_unanswered": lg.get("requests_unanswered"),
         "latency_p99_intervals": p99_intervals(lg),
         "have_loadgen": bool(lg), "agents": agents_figures(run_dir, phase, lg),
         "connections": phase.get("connections"),
@@ -302,6 +306,7 @@ def build(run_dir):
                 "latency_p99_9_ms": lat.get("p99_9"), "latency_p99_99_ms": lat.get("p99_99"),
                 "latency_max_ms": lat.get("max"), "latency_mean_ms": lat.get("mean"),
                 "latency_p99_intervals": f["latency_p99_intervals"],
+                "latency_p99_answered_ms": f["latency_answered"].get("p99"),
                 "service_time_p50_ms": svc.get("p50"), "service_time_p99_ms": svc.get("p99"),
                 "service_time_max_ms": svc.get("max"),
                 "server_cpu_pct": f["server_cpu_pct"], "server_cpu_s": f["server_cpu_s"],
@@ -312,6 +317,8 @@ def build(run_dir):
                 "in_flight_at_end": f["in_flight_at_end"],
                 "server_threads": f["server_threads"], "loadgen_threads": f["loadgen_threads"],
                 "server_processes": f["server_processes"],
+
+                "requests_unanswered": f["requests_unanswered"],
             })
             for k in ("send_lag_p50_ms", "send_lag_p99_ms", "send_lag_max_ms", "send_lag_own_p99_ms",
                       "send_lag_own_max_ms", "requests_waited_for_connection",

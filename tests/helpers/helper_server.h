@@ -1,7 +1,7 @@
 /* helper_server.h: what the test servers in tests/helpers/ share: flags, listen on
  * 127.0.0.1 and announce the port, a signal handler on the loop, and the connection
  * plumbing (accept, an llhttp parser per connection, reads, the one-shot write). The
- * Makefile builds every tests/helpers/X.c into its own program, so these are static
+ * Makefile builds every tests/helpers/X.c into its own program, so these are static inline
  * functions in a header rather than a .c file. Not a benchmark server: no caps beyond what
  * the tests need, writes that do not fit the socket at once close the connection. */
 #ifndef HELPER_SERVER_H
@@ -25,7 +25,7 @@ struct helper_conn {
     char rbuf[16384];
 };
 
-static void helper_on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b)
+static inline void helper_on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b)
 {
     struct helper_conn *c = h->data;
     *b = uv_buf_init(c->rbuf, sizeof c->rbuf);
@@ -34,9 +34,9 @@ static void helper_on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b)
 /* Accepts a pending connection of LISTENER into C (its owner's struct, which starts with
  * C; freed by ON_CLOSE), parses with SETTINGS and reads with ON_READ. Returns 0, or -1
  * when the accept failed (then C is closing through ON_CLOSE). */
-static int helper_accept(uv_stream_t *listener, struct helper_conn *c,
-                         const llhttp_settings_t *settings, uv_read_cb on_read,
-                         uv_close_cb on_close)
+static inline int helper_accept(uv_stream_t *listener, struct helper_conn *c,
+                                const llhttp_settings_t *settings, uv_read_cb on_read,
+                                uv_close_cb on_close)
 {
     uv_tcp_init(listener->loop, &c->tcp);
     c->tcp.data = c;
@@ -52,7 +52,7 @@ static int helper_accept(uv_stream_t *listener, struct helper_conn *c,
 
 /* Writes LEN bytes of DATA to ST at once; when they do not all fit (the tests never fill
  * the socket) closes ST through ON_CLOSE and returns -1. Else 0. */
-static int helper_write(uv_stream_t *st, char *data, size_t len, uv_close_cb on_close)
+static inline int helper_write(uv_stream_t *st, char *data, size_t len, uv_close_cb on_close)
 {
     uv_buf_t wb = uv_buf_init(data, (unsigned)len);
     if (uv_try_write(st, &wb, 1) != (int)wb.len) {
@@ -88,7 +88,7 @@ struct helper_spec {
 };
 
 /* SIGTERM: the helper's counts on stdout, flushed, then exit 0. */
-static void helper_on_sigterm(uv_signal_t *h, int sig)
+static inline void helper_on_sigterm(uv_signal_t *h, int sig)
 {
     const struct helper_spec *spec = ((struct helper_server *)h->data)->spec;
     spec->print_counts(h->data);
@@ -99,8 +99,8 @@ static void helper_on_sigterm(uv_signal_t *h, int sig)
 /* Parses argv against --port (into *port), FLAGS (terminated by a NULL name) and --help.
  * Returns -1 to go on, else the exit code: 0 after printing USAGE on stdout for --help, 2
  * after printing it on stderr for an unknown flag or a missing or bad number. */
-static int helper_parse_flags(int argc, char **argv, uint64_t *port,
-                              const struct helper_flag *flags, const char *usage)
+static inline int helper_parse_flags(int argc, char **argv, uint64_t *port,
+                                     const struct helper_flag *flags, const char *usage)
 {
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0) {
@@ -124,8 +124,8 @@ static int helper_parse_flags(int argc, char **argv, uint64_t *port,
 /* Binds LISTENER (initialised here on LOOP, with DATA as its data) to 127.0.0.1:PORT
  * (0: any free port), listens with ON_CONNECTION and prints "port N" on stdout, flushed.
  * Returns 0, or a negative libuv error (nothing printed). */
-static int helper_listen(uv_loop_t *loop, uv_tcp_t *listener, void *data, uint64_t port,
-                         uv_connection_cb on_connection)
+static inline int helper_listen(uv_loop_t *loop, uv_tcp_t *listener, void *data, uint64_t port,
+                                uv_connection_cb on_connection)
 {
     struct sockaddr_in addr;
     uv_ip4_addr("127.0.0.1", (int)port, &addr);
@@ -146,8 +146,8 @@ static int helper_listen(uv_loop_t *loop, uv_tcp_t *listener, void *data, uint64
 
 /* Starts SIG (initialised here on LOOP, with DATA as its data) calling ON_SIGNAL for SIGNUM.
  * Returns 0, or a negative libuv error. */
-static int helper_signal(uv_loop_t *loop, uv_signal_t *sig, void *data, uv_signal_cb on_signal,
-                         int signum)
+static inline int helper_signal(uv_loop_t *loop, uv_signal_t *sig, void *data,
+                                uv_signal_cb on_signal, int signum)
 {
     int rc = uv_signal_init(loop, sig);
     if (rc < 0)
@@ -160,8 +160,8 @@ static int helper_signal(uv_loop_t *loop, uv_signal_t *sig, void *data, uv_signa
  * 127.0.0.1 (announced), prints spec->print_counts and exits 0 on SIGTERM, parses requests with
  * spec->on_message_complete, then runs the default loop. Returns the exit code: the
  * flags' (0 or 2), uv_run's, or 1 after a message when the port cannot be bound. */
-static int helper_main(int argc, char **argv, const struct helper_spec *spec,
-                       const struct helper_flag *flags, struct helper_server *hs)
+static inline int helper_main(int argc, char **argv, const struct helper_spec *spec,
+                              const struct helper_flag *flags, struct helper_server *hs)
 {
     int code = helper_parse_flags(argc, argv, &hs->port, flags, spec->usage);
     if (code >= 0)
