@@ -15,10 +15,17 @@ USAGE = """usage: python3 -m analysis COMMAND ARGS   (with runner/ on PYTHONPATH
   summarize BATCH_DIR [TARGET]   write BATCH_DIR/index.json and summary.md
   report BATCH_DIR WORK OUT      render report.html (runner/report.sh is the wrapper)
   compare A_DIR B_DIR            compare two batches (runner/compare.sh is the wrapper)
-  equal-rate BATCH_DIR SCENARIO SAT_RATIO
+  equal-rate BATCH_DIR SCENARIO SAT_RATIO [SERVERS]
                                  the equal-load rate: SAT_RATIO x the slower server's
                                  median saturation over its probes (exit 1 when a probe
-                                 run failed or is missing)
+                                 run failed or is missing); with SERVERS (a,b,c) those
+                                 servers' probes of every round, host-disturbed ones left
+                                 out (rounds.py)
+  rounds-status BATCH_DIR SCENARIO
+                                 per comparison of SCENARIO (matrix.json's groups) its
+                                 probe rounds and equal-load rounds, each valid or not and
+                                 why, and its count of valid pairs, as JSON (run_all.sh's
+                                 re-runs; rounds.py)
   headline BATCH_DIR             the verdict word and headline of index.json, one line
   sweep-base BATCH_DIR SCENARIO  the sweep's 100%: the slower server's median saturation
                                  over its probes, req/s (exit 1 when a server has none)
@@ -168,6 +175,12 @@ def main(argv):
             return compare.main([argv[0]] + args)
         elif cmd == "equal-rate" and len(args) == 3:
             print(_equal_rate(args[0], args[1], float(args[2])))
+        elif cmd == "equal-rate" and len(args) == 4:
+            from . import rounds
+            print(rounds.equal_rate(args[0], args[1], [x for x in args[3].split(",") if x], float(args[2])))
+        elif cmd == "rounds-status" and len(args) == 2:
+            from . import rounds
+            print(json.dumps(rounds.status(args[0], args[1]), indent=1))
         elif cmd == "sweep-base" and len(args) == 2:
             from . import sweep
             print(sweep.base_rps(args[0], args[1]))
