@@ -26,6 +26,10 @@ USAGE = """usage: python3 -m analysis COMMAND ARGS   (with runner/ on PYTHONPATH
                                  probe rounds and equal-load rounds, each valid or not and
                                  why, and its count of valid pairs, as JSON (run_all.sh's
                                  re-runs; rounds.py)
+  rounds-next probe|equal MIN_VALID PLANNED
+                                 reads rounds-status's JSON on stdin; prints the next
+                                 re-run round as JSON (its round, servers, the comparisons
+                                 that need it and the rounds it answers), or null
   headline BATCH_DIR             the verdict word and headline of index.json, one line
   sweep-base BATCH_DIR SCENARIO  the sweep's 100%: the slower server's median saturation
                                  over its probes, req/s (exit 1 when a server has none)
@@ -181,6 +185,9 @@ def main(argv):
         elif cmd == "rounds-status" and len(args) == 2:
             from . import rounds
             print(json.dumps(rounds.status(args[0], args[1]), indent=1))
+        elif cmd == "rounds-next" and len(args) == 3 and args[0] in ("probe", "equal"):
+            from . import rounds
+            print(json.dumps(rounds.next_round(json.load(sys.stdin), args[0], int(args[1]), int(args[2]))))
         elif cmd == "sweep-base" and len(args) == 2:
             from . import sweep
             print(sweep.base_rps(args[0], args[1]))

@@ -91,14 +91,17 @@ def _run_name(server, scenario, kind, rnd):
     return f"{server}-{scenario}-equal" + (str(rnd) if rnd > 1 else "")
 
 
-def comparison_rounds(runs, scenario, candidate, baseline, kind):
+def comparison_rounds(runs, scenario, candidate, baseline, kind, planned):
     """{candidate, baseline, valid_pairs, rounds: [{round, valid, disturbed, ratio, why}]} of one
-    comparison over the KIND rounds in RUNS (runs_of) where either server ran. A round is
+    comparison over the KIND rounds in RUNS (runs_of): those where both servers ran, and the
+    PLANNED ones (1..PLANNED) where either did (a planned run that left no result counts
+    against its round; a re-run round of other servers of a league does not). A round is
     valid when both runs are (rules.probe_problems or sustain_problems, and a figure > 0);
     ratio is candidate / baseline of the pair's figure (saturation req/s, or req/CPU-s at
     equal load), null when invalid; disturbed when a run of it has a DISTURBED flag."""
     key = "saturation_rps" if kind == "probe" else "req_per_cpu_sec"
-    nums = sorted({r for (k, s, r) in runs if k == kind and s in (candidate, baseline)})
+    ran = {s: {r for (k, s2, r) in runs if k == kind and s2 == s} for s in (candidate, baseline)}
+    nums = sorted((ran[candidate] & ran[baseline]) | {r for r in ran[candidate] | ran[baseline] if r <= planned})
     rounds = []
     for rnd in nums:
         why = []
@@ -118,15 +121,74 @@ def comparison_rounds(runs, scenario, candidate, baseline, kind):
             "valid_pairs": sum(1 for r in rounds if r["valid"]), "rounds": rounds}
 
 
+def _disturbed(rnd):
+    """A round's disturbed mark, or for a status without it (another writer), from its flags."""
+    if "disturbed" in rnd:
+        return bool(rnd["disturbed"])
+    return any(isinstance(w, dict) and w.get("flag") in DISTURBED for w in rnd.get("why") or [])
+
+
+def next_round(status_doc, kind, min_valid, planned):
+    """The next re-run round of a scenario from its STATUS_DOC (status()'s shape), or None.
+
+    KIND "probe": a comparison with fewer than MIN_VALID valid probe pairs gets a new round
+    for each of its rounds the host disturbed (invalid with a DISTURBED flag), counted
+    against the rounds it already got beyond the PLANNED ones; a round invalid only for a
+    setup reason earns none. KIND "equal": a comparison whose probes gave fewer than
+    MIN_VALID valid pairs (the saturation figure is not usable) and whose equal-load runs
+    gave fewer too gets a new equal-load round for each of its rounds that was valid (the
+    interval needs more pairs) or disturbed, counted against the rounds beyond the PLANNED
+    one(s); a comparison without any equal-load round (none planned) gets none.
+
+    Returns {"kind", "round" (one more than the highest round of KIND), "servers" (every
+    server of the comparisons that need it, candidates then baselines, once each),
+    "comparisons": [{candidate, baseline, valid_pairs}], "answers": [{candidate, baseline,
+    round, valid, why}] (per comparison the round this re-run answers)}."""
+    key = "comparisons" if kind == "probe" else "equal"
+    probe_valid = {(c.get("candidate"), c.get("baseline")): c.get("valid_pairs") or 0
+                   for c in status_doc.get("comparisons") or []}
+    comps = status_doc.get(key) or []
+    chosen, answers = [], []
+    for c in comps:
+        if (c.get("valid_pairs") or 0) >= min_valid:
+            continue
+        pair = (c.get("candidate"), c.get("baseline"))
+        rounds = sorted(c.get("rounds") or [], key=lambda r: r["round"])
+        if kind == "equal" and (probe_valid.get(pair, 0) >= min_valid or not rounds):
+            continue
+        extra = [r for r in rounds if r["round"] > planned]
+        earning = [r for r in rounds if (not r.get("valid") and _disturbed(r)) or (kind == "equal" and r.get("valid"))]
+        if len(extra) >= len(earning):
+            continue
+        chosen.append(c)
+        a = earning[len(extra)]
+        answers.append({"candidate": pair[0], "baseline": pair[1], "round": a["round"], "valid": bool(a.get("valid")),
+                        "why": a.get("why") or []})
+    if not chosen:
+        return None
+    servers = []
+    for name in [c["candidate"] for c in chosen] + [c["baseline"] for c in chosen]:
+        if name not in servers:
+            servers.append(name)
+    top = max((r["round"] for c in comps for r in c.get("rounds") or []), default=planned)
+    return {"kind": kind, "round": max(top, planned) + 1, "servers": servers,
+            "comparisons": [{"candidate": c["candidate"], "baseline": c["baseline"],
+                             "valid_pairs": c.get("valid_pairs") or 0} for c in chosen],
+            "answers": answers}
+
+
 def status(batch_dir, scenario):
     """rounds-status: {"scenario", "comparisons": [comparison_rounds of the probes], "equal":
     [comparison_rounds of the equal-load runs]} for every comparison of SCENARIO's group."""
     g = group_of(batch_dir, scenario)
+    matrix = _load(os.path.join(batch_dir, "matrix.json")) or {}
+    planned = matrix.get("repeats") if is_num(matrix.get("repeats")) else 1
     runs = runs_of(batch_dir, scenario, g.get("servers") or [])
     comps = g.get("comparisons") or []
     return {"scenario": scenario,
-            "comparisons": [comparison_rounds(runs, scenario, c["candidate"], c["baseline"], "probe") for c in comps],
-            "equal": [comparison_rounds(runs, scenario, c["candidate"], c["baseline"], "equal") for c in comps]}
+            "comparisons": [comparison_rounds(runs, scenario, c["candidate"], c["baseline"], "probe", planned)
+                            for c in comps],
+            "equal": [comparison_rounds(runs, scenario, c["candidate"], c["baseline"], "equal", 1) for c in comps]}
 
 
 def equal_rate(batch_dir, scenario, servers, sat_ratio):
