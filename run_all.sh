@@ -152,7 +152,8 @@ while (( $# > 0 )); do
                 val=$1
                 shift
             fi
-            [[ -n "$val" ]] || usage_error "$opt needs a value, got an empty one" ;;
+            # (an empty --rates is the sweep's own message: "the list is empty ...")
+            [[ -n "$val" || "$opt" == --rates ]] || usage_error "$opt needs a value, got an empty one" ;;
         -h|--help|--version|--quick|--smoke|--fail-on-verdict|--sweep)
             (( ! has_val )) || usage_error "$opt takes no value, got '$arg'" ;;
     esac
@@ -500,7 +501,11 @@ reruns() {
             failed=1
             return 0
         fi
-        next=$(analysis rounds-next "$kind" "$MIN_VALID_PAIRS" "$planned" <<<"$status")
+        if ! next=$(analysis rounds-next "$kind" "$MIN_VALID_PAIRS" "$planned" <<<"$status" 2>"$batch_dir/.rounds.err"); then
+            log_info "re-runs $sc ($kind): no decision ($(cat "$batch_dir/.rounds.err")), none run"
+            failed=1
+            return 0
+        fi
         [[ "$next" != null ]] || return 0
         rnd=$(jq -r '.round' <<<"$next")
         read -r -a servers <<<"$(jq -r '.servers | join(" ")' <<<"$next")"
