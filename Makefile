@@ -1,8 +1,9 @@
-# One Makefile: everything builds into build/.
-#   make            install missing build deps (scripts/deps.sh build), then all binaries
-#                   (servers, loadgen, tests); the binaries are built by a second make
-#                   started after deps.sh, which finds what deps.sh just installed
-#   make test       install missing build and test deps, build, run every test (tests/run.sh)
+# One Makefile: everything builds into build/. make never installs anything: the README's
+# commands (./test.sh, ./run_all.sh) install what they need first (scripts/deps.sh).
+#   make            all binaries (servers, loadgen, tests, test helpers)
+#   make deps       install the missing build packages (scripts/deps.sh build; sudo when not root)
+#   make test       build, then run every test (tests/run.sh)
+#   make bench-build  build every bench program (CI builds them, so none is left broken)
 #   make check-tsan actor runtime tests, it_actor.py and the contract suite at --threads 4
 #                   under ThreadSanitizer (build-thread/)
 #   SANITIZER=address|undefined|thread   build with that sanitizer (into build-$(SANITIZER)/)
@@ -80,12 +81,8 @@ HELPER_BINS := $(HELPER_SRC:tests/helpers/%.c=$(BUILD)/tests/helpers/%)
 .SECONDARY:
 
 .PHONY: all binaries deps test check-tsan check-asan clean bench-micro bench-instr \
-        bench-contention fuzz
-# pkg-config and the llhttp paths are read when make reads this file: on a machine where
-# deps.sh has just installed them, only a make started after it sees them, so `all` and
-# `test` run deps.sh, then build `binaries` in a second make.
-all: deps
-	@$(MAKE) --no-print-directory binaries
+        bench-contention bench-build fuzz
+all: binaries
 
 binaries: $(BINS) $(TEST_BINS) $(HELPER_BINS)
 	@:
@@ -126,9 +123,7 @@ $(BUILD)/tests/helpers/%: $(BUILD)/obj/tests/helpers/%.o $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
-test:
-	@scripts/deps.sh test
-	@$(MAKE) --no-print-directory binaries
+test: binaries
 	@BUILD=$(BUILD) tests/run.sh
 
 # The actor runtime's unit tests (topology included), then it_actor.py and the contract
@@ -168,6 +163,10 @@ $(BUILD)/bench/contention: $(BUILD)/obj/bench/contention.o $(ACTOR_LIB_OBJ) $(LI
 
 bench-contention: $(BUILD)/bench/contention
 	@BUILD=$(BUILD) bench/contention.sh $(BENCH_ARGS)
+
+# every bench program, built and not run
+bench-build: $(BUILD)/bench/micro $(BUILD)/bench/contention
+	@:
 
 # whole-server instructions per request under callgrind (bench/instr-per-req.sh)
 bench-instr: $(BUILD)/async-server $(BUILD)/actor-server

@@ -514,10 +514,8 @@ reruns() {
         [[ "$kind" == probe ]] || win=$win_equal
         cost=$(calc "$n * ($win + $overhead_s)")
         left=$(planned_s "$((gi + 1))" "$overhead_s")
-        why=$(jq -r '[.answers[] | "round \(.round) of \(.candidate)/\(.baseline) (" +
-            (if .valid then "valid: more pairs for the interval"
-             else ([.why | group_by(.server)[] | "\(.[0].server): \([.[].flag] | unique | join(", "))"] | join("; ")) end)
-            + ")"] | join(", ")' <<<"$next")
+        why=$(jq -r '[.answers[] | "round \(.round) of \(.candidate)/\(.baseline) ("
+            + (if .valid then "valid: more pairs for the interval" else .why end) + ")"] | join(", ")' <<<"$next")
         if ! awk -v e="$(calc "$(clock_s) - $batch_t0")" -v c="$cost" -v l="$left" -v b="$budget_s" 'BEGIN { exit !(e + c + l <= b) }'; then
             log_info "re-run $sc $kind round $rnd (${servers[*]}): not run: about $(fmt_num "$cost") s would exceed the budget of $budget_s s ($(fmt_num "$(calc "$(clock_s) - $batch_t0")") s spent, about $(fmt_num "$left") s of planned work left); it was for $why"
             matrix_add budget_stops "$(jq -n --arg sc "$sc" --arg kind "$kind" --argjson next "$next" \
@@ -562,7 +560,7 @@ for ((gi = 0; gi < ${#groups[@]}; gi++)); do
     # Equal load: every compared server at SAT_RATIO x the slowest median saturation.
     eq_rate=""
     if [[ -n "$cmp" && "$EQUAL_LOAD" == 1 ]]; then
-        if eq_rate=$(analysis equal-rate "$batch_dir" "$sc" "$SAT_RATIO" "$cmp" 2>"$batch_dir/.equal-rate.err"); then
+        if eq_rate=$(analysis equal-rate "$batch_dir" "$sc" "$SAT_RATIO" 2>"$batch_dir/.equal-rate.err"); then
             IFS=, read -r -a eq_servers <<<"$cmp"
             log_info "equal load $sc at $eq_rate req/s (SAT_RATIO x the slowest median saturation): ${eq_servers[*]}"
             run_round "$sc" equal 1 0 "${eq_servers[@]}"
@@ -626,7 +624,7 @@ read -r host_total1 host_steal1 < <(cpu_line)
 jq --arg ended "$(now_iso)" --argjson spent "$(calc "$(clock_s) - $batch_t0")" \
     --argjson t0 "$host_total0" --argjson t1 "$host_total1" --argjson s0 "$host_steal0" --argjson s1 "$host_steal1" '
     .ended = $ended | .spent_s = $spent
-    | .host_steal = {steal_ticks: ($s1 - $s0), cpu_ticks: ($t1 - $t0),
+    | .host_steal_over_batch = {steal_ticks: ($s1 - $s0), cpu_ticks: ($t1 - $t0),
                      steal_pct: (if $t1 > $t0 then (10000 * ($s1 - $s0) / ($t1 - $t0) | round / 100) else null end)}' \
     "$batch_dir/matrix.json" >"$batch_dir/matrix.json.tmp" && mv -f "$batch_dir/matrix.json.tmp" "$batch_dir/matrix.json"
 TARGET_RATIO="$TARGET_RATIO" "$ROOT/runner/summarize.sh" "$batch_dir" || { log_info "summarize failed"; exit 1; }

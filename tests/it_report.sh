@@ -142,22 +142,23 @@ report(c.figs and not wrong, f"all {len(c.figs)} figures on the page equal index
        "; ".join(wrong[:4]))
 keys = {k for k, _ in c.figs}
 need = ["target_ratio", "sat_ratio", "host/cores"]
-for i, sc in enumerate(index["scenarios"]):
-    base = f"scenarios/{i}"
-    need += [f"{base}/ratio", f"{base}/actor_value", f"{base}/async_value"]
-    for side in ("actor_result", "async_result") + (("equal_load/actor", "equal_load/async") if sc.get("equal_load") else ()):
+for i, sc in enumerate(index["comparisons"]):
+    base = f"comparisons/{i}"
+    need += [f"{base}/ratio", f"{base}/ci_low", f"{base}/ci_high", f"{base}/candidate_value", f"{base}/baseline_value",
+             f"{base}/all_pairs_median_ratio"]
+    for side in ("candidate_result", "baseline_result") + (("equal_load/candidate", "equal_load/baseline") if sc.get("equal_load") else ()):
         if lookup(f"{base}/{side}") is None:
             continue
         need += [f"{base}/{side}/{m}" for m in ("latency_p99_ms", "latency_p50_ms", "latency_p99_9_ms", "handler_p99_us",
                                                  "req_per_cpu_sec", "server_cpu_pct", "sustained_rps")]
-    for who in ("actor", "async"):
+    for who in ("candidate", "baseline"):
         need.append(f"{base}/saturation_median_rps/{who}")
         need += [f"{base}/probes/{who}/{j}/saturation_rps" for j in range(len((sc.get("probes") or {}).get(who) or []))]
     if sc.get("equal_load"):
         need += [f"{base}/equal_load/rate_rps", f"{base}/equal_load/p99_ratio"]
 for i, sw in enumerate((index.get("sweep") or {}).get("scenarios") or []):
     base = f"sweep/scenarios/{i}"
-    need += [f"{base}/base_rps", f"{base}/knee_ratio", f"{base}/saturation_ratio"]
+    need += [f"{base}/base_rps", f"{base}/knee_ratio", f"{base}/comparison_ratio"]
     for who, srv in sw["servers"].items():
         if not srv:
             continue
@@ -173,9 +174,11 @@ report(set(need) <= keys, f"the {len(need)} key figures (ratios, req/s, p50/p99/
 banner = re.search(r'<section class="banner [^"]*" id="verdict"><span class="verdict">([^<]*)</span>', text)
 report(banner is not None and banner.group(1) == index["verdict"]["overall"], "verdict banner shows index.json's verdict",
        banner.group(1) if banner else "no banner")
-per = [(s["scenario"], s["verdict"]) for s in index["scenarios"]]
+per = [(s["scenario"], s["verdict"]) for s in index["comparisons"]]
 vis = " ".join(c.text)
-report(all(v in vis for _, v in per), "each scenario's verdict is on the page", str(per))
+report(all(v in vis for _, v in per), "each comparison's verdict is on the page", str(per))
+report(index["verdict"]["headline"] in vis and len(index["verdict"]["headline"]) <= 200,
+       "the one-line headline (at most 200 characters) is on the page", index["verdict"]["headline"])
 outside_ns = re.sub(r"""xmlns(:\w+)?=(["'])[^"']*\2""", "", text)
 report(not re.search(r"https?://|<script|<link|<iframe|<img|\bsrc=|@import", outside_ns, flags=re.I),
        "self-contained: no script, no external URL, no src/link/@import",
@@ -229,9 +232,9 @@ ok "S: no efficiency or handler plot without a sustained window" bash -c \
 
 # ---- a degraded batch: one run failed, no equal load for s2, a missing histogram ---------
 mkdir -p "$TMP/D"
-jq '.scenarios[1].equal_load = null | .scenarios[1].actor_result.failure = "died <here>"
-    | .scenarios[1].verdict = "ERROR" | .scenarios[1].ratio = null | .scenarios[1].actor_value = null
-    | .verdict.overall = "INCOMPLETE" | .scenarios[1].errors = ["actor-mem-s2 failed: died <here>"]' \
+jq '.comparisons[1].equal_load = null | .comparisons[1].candidate_result.failure = "died <here>"
+    | .comparisons[1].verdict = "ERROR" | .comparisons[1].ratio = null | .comparisons[1].candidate_value = null
+    | .verdict.overall = "INCOMPLETE" | .comparisons[1].errors = ["actor-mem-s2 failed: died <here>"]' \
     "$FIX/A/index.json" >"$TMP/D/index.json"
 cp -r "$FIX/A/actor-mem-s1" "$FIX/A/actor-mem-s1-equal" "$FIX/A/async-mem-s1-equal" "$FIX/A/async-mem-s2" "$TMP/D/"
 ok "report.sh renders a batch with a failed run and missing histograms" "$ROOT/runner/report.sh" "$TMP/D"
@@ -244,16 +247,19 @@ if [[ -n "$REPORT_BATCH" ]]; then
     ok "REPORT_BATCH renders" env REPORT_OUT="$TMP/real.html" "$ROOT/runner/report.sh" "$REPORT_BATCH"
     # efficiency and handler p99 need a sustained window; a sweep batch (no sustain after the
     # probes, no equal load by default) has neither, but a latency and a CPU plot per swept scenario
-    mapfile -t want < <(jq -r '(if (.scenarios | length) > 0 then "throughput", "ratio" else empty end),
-        (if any(.scenarios[]; [.actor_result.req_per_cpu_sec, .async_result.req_per_cpu_sec,
-                               .equal_load.actor.req_per_cpu_sec, .equal_load.async.req_per_cpu_sec]
-                              | any(type == "number")) then "efficiency" else empty end),
-        (if any(.scenarios[]; [.actor_result.latency_p99_ms, .async_result.latency_p99_ms] | any(type == "number"))
+    mapfile -t want < <(jq -r '(if (.comparisons | length) > 0 then "throughput", "ratio" else empty end),
+        (if any(.comparisons[]; [.candidate_result.req_per_cpu_sec, .baseline_result.req_per_cpu_sec,
+                                 .equal_load.candidate.req_per_cpu_sec, .equal_load.baseline.req_per_cpu_sec]
+                                | any(type == "number")) then "efficiency" else empty end),
+        (if any(.comparisons[]; [.candidate_result.latency_p99_ms, .baseline_result.latency_p99_ms] | any(type == "number"))
          then "handler-vs-client-p99" else empty end),
-        (.scenarios[] | (if .actor_result.sustained_rps != null or .async_result.sustained_rps != null
-                         then "latency-\(.scenario)-own" else empty end),
-                        (if .equal_load != null then "latency-\(.scenario)-equal" else empty end)),
-        ((.sweep // {scenarios: []}).scenarios[] | "sweep-latency-\(.scenario)", "sweep-cpu-\(.scenario)")' \
+        ([.comparisons[].scenario] as $all | .comparisons[]
+         | .scenario as $sc | (if ([$all[] | select(. == $sc)] | length) == 1 then $sc else "\($sc)-\(.candidate)" end) as $k
+         | (if .candidate_result.sustained_rps != null or .baseline_result.sustained_rps != null
+            then "latency-\($k)-own" else empty end),
+           (if .equal_load != null then "latency-\($k)-equal" else empty end)),
+        ((.sweep // {scenarios: []}).scenarios | to_entries[]
+         | .value.scenario as $sc | "sweep-latency-\($sc)", "sweep-cpu-\($sc)")' \
         "$REPORT_BATCH/index.json")
     check_page "REPORT_BATCH" "$TMP/real.html" "$REPORT_BATCH/index.json" "${want[@]}"
 fi

@@ -224,28 +224,28 @@ ok "index.json parses" quiet jq -e . "$batch/index.json"
 res="$batch/index.json"
 jqok "index.json: 8 runs, all without failure, no probe-only runs with one repeat" \
     '(.runs | length) == 8 and all(.runs[]; .failure == null) and (.probe_runs | length) == 0'
-jqok "index.json: 4 scenarios with a verdict each" \
-    '[.scenarios[].scenario] == ["s1", "s2", "s3", "s4"] and all(.scenarios[]; .verdict == "PASS" or .verdict == "FAIL" or .verdict == "INCONCLUSIVE")'
+jqok "index.json: 4 comparisons, one per scenario, with a verdict each" \
+    '[.comparisons[].scenario] == ["s1", "s2", "s3", "s4"] and all(.comparisons[]; .verdict == "PASS" or .verdict == "FAIL" or .verdict == "INCONCLUSIVE")'
 jqok "index.json: equal-load runs at one rate per scenario" \
-    '(.equal_load_runs | length) == 8 and all(.scenarios[]; .equal_load.actor.target_rps == .equal_load.async.target_rps)'
+    '(.equal_load_runs | length) == 8 and all(.comparisons[]; .equal_load.candidate.target_rps == .equal_load.baseline.target_rps)'
 jqok "index.json: equal-load rate = sat_ratio x the slower saturation" \
-    'all(.scenarios[]; .equal_load.rate_rps == ([.actor_result.saturation_rps, .async_result.saturation_rps] | min * 0.7 | round))'
-jqok "index.json: a saturation basis only from valid probe pairs, a req/CPU-s basis only from valid equal-load runs" \
-    'all(.scenarios[]; if .basis == "saturation_rps" then .pairs_used == 1
-        and ([.probes.actor[0].problems[], .probes.async[0].problems[] | select(.phase == "probe")] | length) == 0
-        elif .basis == "req_per_cpu_sec" then (.equal_load.actor.flags | length) == 0 and (.equal_load.async.flags | length) == 0
-        else .verdict == "INCONCLUSIVE" end)'
+    'all(.comparisons[]; .equal_load.rate_rps == ([.candidate_result.saturation_rps, .baseline_result.saturation_rps] | min * 0.7 | round))'
+jqok "index.json: one round gives no interval: no basis, INCONCLUSIVE with the reason" \
+    'all(.comparisons[]; .basis == null and .verdict == "INCONCLUSIVE" and .ratio == null
+        and (.reasons[0] | test("^[01] of 1 probe pairs valid \\(an interval needs 2\\)$")))'
 jqok "index.json: overall verdict follows s1 and s2" \
-    '.verdict.overall == ([.scenarios[] | select(.scenario == "s1" or .scenario == "s2") | .verdict]
+    '.verdict.overall == ([.comparisons[] | select(.scenario == "s1" or .scenario == "s2") | .verdict]
         | if any(. == "FAIL") then "FAIL" elif any(. == "INCONCLUSIVE") then "INCONCLUSIVE" else "PASS" end)'
 jqok "index.json: smoke, host, versions, config, target ratio" \
     '.smoke == true and .host.cores > 0 and (.versions.git_commit | length) == 40 and .config.wrk_conns == 32 and .target_ratio == 0.5'
-ok "summary.md holds a verdict line marked as a smoke run" grep -Eq '^\*\*Verdict: (PASS|FAIL|INCONCLUSIVE)\*\* \(smoke run, not a result\)' "$batch/summary.md"
+ok "summary.md opens with the one-line verdict, marked as a smoke run" grep -Eq '^\*\*smoke run, not a result: (PASS|FAIL|INCONCLUSIVE): .{1,180}\*\*$' "$batch/summary.md"
 ok "summary.md says plainly that smoke figures are not results" grep -q 'Smoke run: checks the pipeline, too short to mean anything' "$batch/summary.md"
 ok "run_all's last lines say the smoke verdict is not a result" \
     bash -c "tail -n 3 '$TMP/all.err' | grep -q 'smoke run: checks the pipeline, too short to mean anything'"
-ok "summary.md has a row per scenario in the probe, own-load and equal-load tables" \
-    bash -c "[[ \$(grep -Ec '^\| s[1-4] \|' '$batch/summary.md') -eq 12 ]] && grep -q '^## Equal load' '$batch/summary.md'"
+ok "summary.md has a row per comparison in the verdict, probe and equal-load ratio tables" \
+    bash -c "[[ \$(grep -Ec '^\| s[1-4] \| actor-(mem|sqlite) / async-(mem|sqlite) \|' '$batch/summary.md') -eq 12 ]]"
+ok "summary.md has a row per server and scenario at its own saturation and at equal load" \
+    bash -c "[[ \$(grep -Ec '^\| s[1-4] \| (actor|async)-(mem|sqlite) \|' '$batch/summary.md') -eq 16 ]] && grep -q '^## Equal load' '$batch/summary.md'"
 ok "summary.md names the host and versions" grep -Eq "Host .*cores.*kernel" "$batch/summary.md"
 ok "report.html rendered: a latency spectrum per scenario, own and equal load (tests/it_report.sh checks the page)" \
     bash -c "[[ \$(grep -Eo 'data-plot=\"latency-s[1-4]-(own|equal)\"' '$batch/report.html' | wc -l) -eq 8 ]]"
@@ -258,7 +258,7 @@ jq '.failure = "test failure"' "$fake/actor-mem-s2/result.json" >"$fake/r.tmp" &
 "$ROOT/runner/summarize.sh" "$fake"
 res="$fake/index.json"
 jqok "verdict: a failed run makes its scenario ERROR and the overall INCOMPLETE unless FAIL" \
-    '.scenarios[1].verdict == "ERROR" and (.verdict.overall == "INCOMPLETE" or .verdict.overall == "FAIL") and (.failures | length) == 1'
+    '.comparisons[1].verdict == "ERROR" and (.verdict.overall == "INCOMPLETE" or .verdict.overall == "FAIL") and (.failures | length) == 1'
 ok "summary.md lists the failure" grep -q 'actor-mem-s2: test failure' "$fake/summary.md"
 
 tap_finish

@@ -47,7 +47,7 @@ jqok "hog: probe-only runs for the second repeat, interleaved" \
 jqok "hog: every run flags other load on the server CPUs" \
     'all(.runs[], .probe_runs[], .equal_load_runs[]; .flags | index("other load") != null)'
 jqok "hog: s1 and s2 INCONCLUSIVE with a reason and a remedy" \
-    'all(.scenarios[]; .verdict == "INCONCLUSIVE" and (.reasons | length) > 0 and (.remedies | any(test("quiet host"))))'
+    'all(.comparisons[]; .verdict == "INCONCLUSIVE" and (.reasons | length) > 0 and (.remedies | any(test("quiet host"))))'
 ok "hog: summary.md never says PASS or FAIL" bash -c "! grep -Eq 'Verdict: (PASS|FAIL)' '$RESULTS_DIR/it-hog/summary.md'"
 ok "hog: run_all's verdict line is INCONCLUSIVE" grep -q 'verdict: .*INCONCLUSIVE' "$TMP/hog.err"
 jqfile "hog: the disturbed rounds asked for re-runs of s1 and s2, all refused by the budget" \

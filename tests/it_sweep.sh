@@ -174,7 +174,7 @@ def spec_knee($k; $low): sort_by(.offered_rps) as $s | ($s | low_base($low)) as 
           | if $c == "break" then .b = $st.offered_rps elif $c == "ok" then .k = $st.offered_rps else . end end)
     | {rate_rps: .k, broke_at_rps: .b, lower_bound: (.k != null and .b == null), base_p99_ms: $base.latency_p99_ms};
 '
-for who in actor async; do
+for who in candidate baseline; do
     jqfile "$who: the knee is the one SPEC.md section 14's rule gives on these steps" "$idx" "$KNEE_JQ
         .sweep.knee_p99_multiple as \$k | .sweep.low_load_max_fraction as \$low | .sweep.scenarios[0].servers.$who as \$srv
         | (\$srv.steps | spec_knee(\$k; \$low)) as \$want
@@ -185,13 +185,13 @@ for who in actor async; do
         | (\$s | bound(\$k; \$low)) as \$bound
         | all(\$s[]; .knee_rule.class == judge(\$bound))"
 done
-jqfile "the knee ratio is actor/async, with its kind" "$idx" \
-    '.sweep.scenarios[0] as $s | $s.servers.actor.knee as $a | $s.servers.async.knee as $b
+jqfile "the knee ratio is candidate / baseline, with its kind" "$idx" \
+    '.sweep.scenarios[0] as $s | $s.servers.candidate.knee as $a | $s.servers.baseline.knee as $b
      | if ($a.rate_rps == null or $b.rate_rps == null or ($a.lower_bound and $b.lower_bound)) then $s.knee_ratio == null
        else $s.knee_ratio == ($a.rate_rps / $b.rate_rps * 1000 | round / 1000)
             and $s.knee_ratio_kind == (if $a.lower_bound then "at least" elif $b.lower_bound then "at most" else "exact" end) end'
 ok "summary.md has the sweep section with the knees table" bash -c \
-    "grep -q '^## Latency under load: rate sweeps' '$batch/summary.md' && grep -q '^| s1 | [0-9,]* req/s |' '$batch/summary.md'"
+    "grep -q '^## Latency under load: rate sweeps' '$batch/summary.md' && grep -q '^| s1 | actor-mem / async-mem | [0-9,]* req/s |' '$batch/summary.md'"
 is "summary.md has a row per step" "$(grep -Ec '^\| (actor|async)-mem \| [0-9]+ \|' "$batch/summary.md")" 6
 ok "report.html has the latency and CPU plots against offered load" bash -c \
     "grep -q 'data-plot=\"sweep-latency-s1\"' '$batch/report.html' && grep -q 'data-plot=\"sweep-cpu-s1\"' '$batch/report.html'"

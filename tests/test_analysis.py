@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 """test_analysis.py: unit tests of runner/analysis (TAP): Prometheus scrape diffs, the CPU and
-contention arithmetic, every validity rule (SPEC.md section 8), the scenario decision and the
-overall verdict (section 9) on batches built from raw facts the way runner.sh records them:
-valid probes, other load on the server CPUs, a rate not held, a loadgen-bound sustain,
-invalid equal-load runs, fragile ranges, failed runs and smoke batches. Runs no benchmark;
-writes only to a temporary folder.
+contention arithmetic, every validity rule (SPEC.md section 8), result.json from raw facts
+the way runner.sh records them, load from several agents, and compare's words. Batch (below)
+builds a batch folder from raw facts; test_verdict.py, test_scaling.py and test_sweep.py use it.
+Runs no benchmark; writes only to a temporary folder.
 """
 import json
 import os
 import shutil
+import statistics
 import sys
 import tempfile
 import unittest
@@ -16,11 +16,14 @@ import unittest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "runner"))
 
-from analysis import compare, promtext, result, rules, summary, verdict  # noqa: E402
+from analysis import compare, promtext, result, rules, summary  # noqa: E402
 import tap_unittest  # noqa: E402
 
 FIX = os.path.join(ROOT, "tests", "fixtures")
 N_SRV, N_LG, TCK = 1, 1, 100
+# The default pairs (runner/default-pairs.toml): candidate and baseline per scenario.
+PAIRS = {"s1": ("actor-mem", "async-mem"), "s2": ("actor-mem", "async-mem"), "s3": ("actor-mem", "async-mem"),
+         "s4": ("actor-sqlite", "async-sqlite")}
 
 
 def loadgen_doc(rps, window_s=10.0, cpu_pct=50.0, errors=0, p99=1.0, lag_p99=None, waited=None, rate=0.0,
@@ -63,8 +66,10 @@ class Batch:
     def run(self, server, sc, kind="saturation", repeat=1, probe=None, sustain=None, failure=None, sweep=None):
         """PROBE / SUSTAIN: dicts of (rps, server_cpu, lg_cpu, other, errors, p99, lag_p99, waited,
         target); None leaves the phase out. SWEEP: a sweep step's facts ({step, steps,
-        offered_rps, base_rps, fraction_of_base, rates_given}; kind "sweep")."""
-        suffix = {"saturation": "", "probe": f"-probe{repeat}", "equal-load": "-equal",
+        offered_rps, base_rps, fraction_of_base, rates_given}; kind "sweep"). REPEAT is the
+        round (for equal-load runs: '-equal' for 1, '-equalN' after)."""
+        suffix = {"saturation": "", "probe": f"-probe{repeat}",
+                  "equal-load": "-equal" if repeat in (None, 1) else f"-equal{repeat}",
                   "sweep": f"-sweep-{(sweep or {}).get('step', 0):02d}"}[kind]
         name = f"{server}-{sc}{suffix}"
         d = os.path.join(self.dir, name)
@@ -103,11 +108,13 @@ class Batch:
         return doc
 
     def scenario(self, sc, actor_rps, async_rps, actor_probe=None, async_probe=None, eq=None, eq_actor=None,
-                 eq_async=None):
-        """Probes of both servers (one rps per repeat; *_probe: overrides per repeat index),
-        their sustains, and the equal-load pair (EQ: (actor req/CPU-s, async req/CPU-s) as rps at
-        50% CPU, or None for no equal-load runs)."""
-        actor, asyn = verdict.pair_of(sc)
+                 eq_async=None, eq_rounds=1, servers=None):
+        """Probes of both servers (one rps per round; *_probe: overrides per round index),
+        their sustains, and EQ_ROUNDS equal-load pairs (EQ: (candidate req/CPU-s, baseline
+        req/CPU-s) as rps at 50% CPU, or a list of such per round, or None for no equal-load
+        runs; eq_actor / eq_async override every round, or a dict {round index: overrides}).
+        SERVERS: (candidate, baseline), the default pair of SC unless given."""
+        actor, asyn = servers or PAIRS[sc]
         for who, server, rpss, over in (("actor", actor, actor_rps, actor_probe or {}),
                                         ("async", asyn, async_rps, async_probe or {})):
             for i, rps in enumerate(rpss):
@@ -119,10 +126,15 @@ class Batch:
                 else:
                     self.run(server, sc, "probe", i + 1, probe=p)
         if eq is not None:
-            rate = round(min(verdict.median(actor_rps), verdict.median(async_rps)) * 0.7)
-            for server, rpc, over in ((actor, eq[0], eq_actor or {}), (asyn, eq[1], eq_async or {})):
-                spec = dict({"rps": rate, "target": rate, "server_cpu": 100.0 * rate / rpc, "lag_p99": 0.05}, **over)
-                self.run(server, sc, "equal-load", sustain=spec)
+            rate = round(min(statistics.median(actor_rps), statistics.median(async_rps)) * 0.7)
+            per_round = eq if isinstance(eq, list) else [eq] * eq_rounds
+            for rnd, pair in enumerate(per_round, 1):
+                for server, rpc, over in ((actor, pair[0], eq_actor or {}), (asyn, pair[1], eq_async or {})):
+                    if over and all(isinstance(k, int) for k in over):
+                        over = over.get(rnd - 1, {})
+                    spec = dict({"rps": rate, "target": rate, "server_cpu": 100.0 * rate / rpc, "lag_p99": 0.05},
+                                **over)
+                    self.run(server, sc, "equal-load", rnd, sustain=spec)
 
     def summarize(self):
         with open(os.path.join(self.dir, "matrix.json"), "w", encoding="utf-8") as fh:
@@ -131,7 +143,8 @@ class Batch:
 
 
 def scen(index, sc):
-    return next(s for s in index["scenarios"] if s["scenario"] == sc)
+    """The (first) comparison of scenario SC in INDEX."""
+    return next(s for s in index["comparisons"] if s["scenario"] == sc)
 
 
 class TestPromtext(unittest.TestCase):
@@ -280,10 +293,12 @@ class TestResult(unittest.TestCase):
         b.summarize()
         with open(os.path.join(b.dir, "summary.md"), encoding="utf-8") as fh:
             text = fh.read()
-        self.assertIn("| p99 per 1 s actor | p99 per 1 s async |", text)
+        self.assertIn("| p99 per 1 s: median (min-max) |", text)
         eq = text[text.index("## Equal load"):]
-        row = next(line for line in eq.splitlines() if line.startswith("| s1 | 70,000 |"))
-        self.assertIn("| 0.450 (0.300-30.000) ms | n/a |", row)
+        row = next(line for line in eq.splitlines() if line.startswith("| s1 | actor-mem | 70,000 |"))
+        self.assertIn("| 0.450 (0.300-30.000) ms |", row)
+        row = next(line for line in eq.splitlines() if line.startswith("| s1 | async-mem | 70,000 |"))
+        self.assertIn("| n/a |", row)
         self.assertIn("p99 per 1 s: the p99 of each 1 s of the window, median (min-max)", text)
 
     def test_sustain_loadgen_bound_is_flagged_with_its_reason(self):
@@ -410,240 +425,7 @@ class TestAgents(unittest.TestCase):
         self.assertFalse(res["validity"]["probe_loadgen_bound"])
 
 
-class TestVerdict(unittest.TestCase):
-    def setUp(self):
-        self.tmp = tempfile.mkdtemp()
-
-    def tearDown(self):
-        shutil.rmtree(self.tmp)
-
-    def batch(self, name="b", **kw):
-        return Batch(self.tmp, name, **kw)
-
-    def test_valid_probes_decide_on_the_median_of_pairwise_ratios(self):
-        b = self.batch()
-        b.scenario("s1", [60000, 50000, 70000], [100000, 100000, 100000], eq=(1e5, 1e5))
-        b.scenario("s2", [90000, 99000, 95000], [100000, 100000, 100000], eq=(1e5, 1e5))
-        idx = b.summarize()
-        s1 = scen(idx, "s1")
-        self.assertEqual(s1["basis"], "saturation_rps")
-        self.assertEqual(s1["pair_ratios"], [0.6, 0.5, 0.7])
-        self.assertEqual((s1["ratio"], s1["ratio_min"], s1["ratio_max"]), (0.6, 0.5, 0.7))
-        self.assertEqual(s1["verdict"], "PASS")
-        self.assertTrue(s1["fragile"] is False)
-        self.assertEqual(idx["verdict"]["overall"], "PASS")
-        self.assertIn("on saturation req/s", idx["verdict"]["headline"])
-        self.assertIn("range 0.500-0.700", idx["verdict"]["headline"])
-
-    def test_nan_or_missing_saturation_figure_is_no_figure_never_a_verdict(self):
-        """A result.json holding NaN (Python's json writes it; it is not JSON) or null for
-        saturation_rps: the pair has no figure, named by server; never a ratio, a FAIL, or NaN
-        in index.json or 'None'/'nan' in summary.md."""
-        b = self.batch()
-        b.scenario("s1", [60000] * 3, [100000] * 3, eq=(95000, 100000))
-        b.scenario("s2", [90000] * 3, [100000] * 3, eq=(1e5, 1e5))
-        for name, value in (("actor-mem-s1", float("nan")), ("actor-mem-s1-probe2", float("inf")),
-                            ("actor-mem-s1-probe3", None)):
-            path = os.path.join(b.dir, name, "result.json")
-            with open(path, encoding="utf-8") as fh:
-                doc = json.load(fh)
-            doc["saturation_rps"] = value
-            doc["probe"]["rps"] = value
-            with open(path, "w", encoding="utf-8") as fh:
-                json.dump(doc, fh)
-        with open(os.path.join(b.dir, "matrix.json"), "w", encoding="utf-8") as fh:
-            json.dump(b.matrix, fh)
-        summary.write(b.dir)
-
-        def no_constant(name):
-            raise ValueError("index.json holds " + name)
-        with open(os.path.join(b.dir, "index.json"), encoding="utf-8") as fh:
-            idx = json.load(fh, parse_constant=no_constant)
-        s1 = scen(idx, "s1")
-        self.assertEqual(s1["pairs_used"], 0)
-        self.assertEqual(s1["basis"], "req_per_cpu_sec")
-        self.assertEqual(s1["verdict"], "PASS")
-        self.assertEqual({r["server"] for e in s1["excluded_pairs"] for r in e["reasons"]}, {"actor-mem"})
-        with open(os.path.join(b.dir, "summary.md"), encoding="utf-8") as fh:
-            text = fh.read()
-        self.assertNotRegex(text, r"\bNone\b|\bnan\b|\binf\b")
-
-    def test_equal_rate_refuses_a_probe_without_a_figure(self):
-        """run_all.sh's equal-rate: a probe whose saturation_rps is null is a ValueError (exit 1
-        with a message), not a TypeError from comparing None (a traceback)."""
-        from analysis import __main__ as cli
-        b = self.batch()
-        b.scenario("s1", [60000] * 2, [100000] * 2)
-        self.assertEqual(cli._equal_rate(b.dir, "s1", 0.7), 42000)
-        path = os.path.join(b.dir, "actor-mem-s1-probe2", "result.json")
-        with open(path, encoding="utf-8") as fh:
-            doc = json.load(fh)
-        doc["saturation_rps"] = None
-        with open(path, "w", encoding="utf-8") as fh:
-            json.dump(doc, fh)
-        with self.assertRaisesRegex(ValueError, "actor-mem probe has no saturation figure"):
-            cli._equal_rate(b.dir, "s1", 0.7)
-
-    def test_exact_target_passes_and_below_fails(self):
-        b = self.batch()
-        b.scenario("s1", [50000], [100000], eq=(1e5, 1e5))
-        b.scenario("s2", [49990], [100000], eq=(1e5, 1e5))
-        idx = b.summarize()
-        self.assertEqual(scen(idx, "s1")["verdict"], "PASS")
-        self.assertEqual(scen(idx, "s2")["verdict"], "FAIL")
-        self.assertEqual(idx["verdict"]["overall"], "FAIL")
-
-    def test_a_range_that_crosses_the_target_is_fragile(self):
-        b = self.batch()
-        b.scenario("s1", [46000, 60000, 71000], [100000, 100000, 100000], eq=(1e5, 1e5))
-        b.scenario("s2", [90000, 90000, 90000], [100000, 100000, 100000], eq=(1e5, 1e5))
-        idx = b.summarize()
-        self.assertTrue(scen(idx, "s1")["fragile"])
-        self.assertTrue(idx["verdict"]["fragile"])
-        self.assertTrue(idx["verdict"]["headline"].startswith("PASS, fragile: s1 range 0.46-0.71"))
-
-    def test_an_invalid_pair_is_left_out_and_named(self):
-        b = self.batch()
-        b.scenario("s1", [60000, 10000, 70000], [100000, 100000, 100000], eq=(1e5, 1e5),
-                   actor_probe={1: {"other": 54.0}})
-        b.scenario("s2", [90000] * 3, [100000] * 3, eq=(1e5, 1e5))
-        s1 = scen(b.summarize(), "s1")
-        self.assertEqual(s1["basis"], "saturation_rps")
-        self.assertEqual(s1["pairs_used"], 2)
-        self.assertEqual(s1["pair_ratios"], [0.6, 0.7])
-        self.assertEqual(s1["excluded_pairs"][0]["repeat"], 2)
-        self.assertIn("other load", s1["basis_reason"])
-
-    def test_loadgen_bound_probes_fall_back_to_equal_load_saying_why(self):
-        b = self.batch()
-        slow = {i: {"server_cpu": 70.0, "lg_cpu": 97.0} for i in range(3)}
-        b.scenario("s1", [60000] * 3, [90000] * 3, eq=(95000, 100000), actor_probe=slow, async_probe=slow)
-        b.scenario("s2", [60000] * 3, [90000] * 3, eq=(95000, 100000), actor_probe=slow, async_probe=slow)
-        idx = b.summarize()
-        s1 = scen(idx, "s1")
-        self.assertEqual(s1["basis"], "req_per_cpu_sec")
-        self.assertEqual(s1["basis_source"], "equal-load runs")
-        self.assertEqual(s1["ratio"], 0.95)
-        self.assertIn("load generator saturated first", s1["basis_reason"])
-        self.assertTrue(idx["verdict"]["headline"].startswith("PASS on req/CPU-s at equal load"))
-        self.assertIn("because", idx["verdict"]["headline"])
-
-    def _inconclusive(self, eq_override, want_flag, want_remedy):
-        b = self.batch()
-        slow = {i: {"server_cpu": 70.0, "lg_cpu": 97.0} for i in range(3)}
-        for sc in ("s1", "s2"):
-            b.scenario(sc, [60000] * 3, [90000] * 3, eq=(95000, 100000), actor_probe=slow, async_probe=slow,
-                       eq_actor=eq_override)
-        idx = b.summarize()
-        s1 = scen(idx, "s1")
-        self.assertEqual(s1["verdict"], "INCONCLUSIVE")
-        self.assertIsNone(s1["ratio"])
-        self.assertTrue(any(want_flag in r for r in s1["reasons"]), s1["reasons"])
-        self.assertTrue(any(want_remedy in r for r in s1["remedies"]), s1["remedies"])
-        self.assertTrue(any("LOADGEN_CPUS" in r for r in s1["remedies"]), s1["remedies"])
-        self.assertEqual(idx["verdict"]["overall"], "INCONCLUSIVE")
-        self.assertIn("Remedy:", idx["verdict"]["headline"])
-        with open(os.path.join(b.dir, "summary.md"), encoding="utf-8") as fh:
-            md = fh.read()
-        self.assertIn("**Verdict: INCONCLUSIVE**", md)
-        self.assertNotIn("Verdict: PASS", md)
-        self.assertNotIn("Verdict: FAIL", md)
-        return idx
-
-    def test_other_load_on_equal_load_runs_is_inconclusive(self):
-        self._inconclusive({"other": 54.0}, "other load", "quiet host")
-
-    def test_rate_not_held_on_equal_load_is_inconclusive(self):
-        self._inconclusive({"rps": 20000}, "achieved", "SAT_RATIO")
-
-    def test_loadgen_bound_equal_load_is_inconclusive(self):
-        self._inconclusive({"lg_cpu": 97.6}, "could not keep its schedule", "LOADGEN_HOSTS")
-
-    def test_errors_in_equal_load_are_inconclusive(self):
-        self._inconclusive({"errors": 5}, "5 errors", "errors by class")
-
-    def test_failed_probe_is_error_and_overall_incomplete(self):
-        b = self.batch()
-        b.scenario("s1", [60000] * 3, [90000] * 3, eq=(1e5, 1e5))
-        b.scenario("s2", [60000] * 3, [90000] * 3, eq=(1e5, 1e5))
-        shutil.rmtree(os.path.join(b.dir, "actor-mem-s2-probe3"))
-        b.run("actor-mem", "s2", "probe", 3, failure="server exited")
-        idx = b.summarize()
-        self.assertEqual(scen(idx, "s2")["verdict"], "ERROR")
-        self.assertEqual(idx["verdict"]["overall"], "INCOMPLETE")
-
-    def test_fail_beats_inconclusive(self):
-        b = self.batch()
-        slow = {i: {"server_cpu": 70.0, "lg_cpu": 97.0} for i in range(3)}
-        b.scenario("s1", [40000] * 3, [100000] * 3, eq=(1e5, 1e5))
-        b.scenario("s2", [60000] * 3, [90000] * 3, eq=(1e5, 1e5), actor_probe=slow, eq_actor={"other": 50.0})
-        idx = b.summarize()
-        self.assertEqual(scen(idx, "s2")["verdict"], "INCONCLUSIVE")
-        self.assertEqual(idx["verdict"]["overall"], "FAIL")
-
-    def test_informational_scenarios_do_not_decide(self):
-        b = self.batch()
-        b.scenario("s1", [90000] * 3, [100000] * 3, eq=(1e5, 1e5))
-        b.scenario("s2", [90000] * 3, [100000] * 3, eq=(1e5, 1e5))
-        b.scenario("s4", [10000] * 3, [100000] * 3, eq=(1e5, 1e5))
-        idx = b.summarize()
-        self.assertEqual(scen(idx, "s4")["verdict"], "FAIL")
-        self.assertEqual(idx["verdict"]["overall"], "PASS")
-
-    def test_smoke_batches_say_they_are_not_results(self):
-        b = self.batch(mode="smoke", repeats=1)
-        b.scenario("s1", [90000], [100000], eq=(1e5, 1e5))
-        b.scenario("s2", [90000], [100000], eq=(1e5, 1e5))
-        idx = b.summarize()
-        self.assertTrue(idx["smoke"])
-        self.assertTrue(idx["verdict"]["headline"].startswith("smoke run: checks the pipeline, too short to mean anything"))
-        with open(os.path.join(b.dir, "summary.md"), encoding="utf-8") as fh:
-            md = fh.read()
-        self.assertIn("Smoke run: checks the pipeline, too short to mean anything", md)
-
-    def test_group_commit_is_named_as_the_actor_servers_only(self):
-        for gc, words in ((1, "POST commits: each alone (group commit off)"),
-                          (16, "POST commits: up to 16 per transaction in actor-server (group commit), each alone "
-                               "in async-server")):
-            b = self.batch(name=f"gc{gc}", group_commit=gc)
-            b.scenario("s1", [90000] * 3, [100000] * 3, eq=(1e5, 1e5))
-            b.scenario("s2", [90000] * 3, [100000] * 3, eq=(1e5, 1e5))
-            idx = b.summarize()
-            self.assertEqual(idx["config"]["group_commit"], gc)
-            with open(os.path.join(b.dir, "summary.md"), encoding="utf-8") as fh:
-                self.assertIn(words, fh.read())
-
-    def test_loadgen_limited_latency_is_marked_in_the_summary(self):
-        b = self.batch()
-        b.scenario("s1", [90000] * 3, [100000] * 3, eq=(1e5, 1e5), eq_actor={"lg_cpu": 97.0})
-        b.scenario("s2", [90000] * 3, [100000] * 3, eq=(1e5, 1e5))
-        idx = b.summarize()
-        self.assertTrue(scen(idx, "s1")["equal_load"]["actor"]["latency_by_loadgen"])
-        self.assertFalse(scen(idx, "s1")["equal_load"]["async"]["latency_by_loadgen"])
-        with open(os.path.join(b.dir, "summary.md"), encoding="utf-8") as fh:
-            md = fh.read()
-        row = next(line for line in md.split("## Equal load")[1].splitlines() if line.startswith("| s1 |"))
-        cells = row.split("|")
-        self.assertTrue(cells[3].strip().endswith(summary.LOADGEN_MARK), cells[3])
-        self.assertFalse(cells[4].strip().endswith(summary.LOADGEN_MARK), cells[4])
-
-    def test_equal_rate_uses_the_slower_median(self):
-        from analysis.__main__ import _equal_rate
-        b = self.batch()
-        b.scenario("s1", [60000, 50000, 70000], [100000, 90000, 95000])
-        b.summarize()
-        self.assertEqual(_equal_rate(b.dir, "s1", 0.7), 42000)
-
-    def test_equal_rate_rounds_half_up(self):
-        # 10,015 x 0.7 = 7,010.5: half up, as the runner's jq and the reader do (Python's
-        # round() gives the even 7,010); 10,005 x 0.7 = 7,003.5 -> 7,004 either way.
-        from analysis.__main__ import _equal_rate
-        for sat, want in ((10015, 7011), (10005, 7004)):
-            b = self.batch("b%d" % sat)
-            b.scenario("s1", [sat, sat, sat], [20000, 20000, 20000])
-            b.summarize()
-            self.assertEqual(_equal_rate(b.dir, "s1", 0.7), want)
-
+class TestCompare(unittest.TestCase):
     def test_compare_words(self):
         words = compare.direction("saturation req/s", "higher", -7.1)
         self.assertEqual(words, "B is 7.1% slower than A (saturation req/s)")

@@ -137,16 +137,16 @@ class TestTable(unittest.TestCase):
         index = b.summarize()
         rows = index["scaling"]["table"]
         got = {(r["server"], r["server_cpus"]): r["rps"] for r in rows}
-        self.assertEqual(got[("actor-server", 1)], 1000)  # the matrix's first probe
-        self.assertEqual(got[("async-server", 1)], 2000)
-        self.assertEqual(got[("actor-server", 2)], 1800)
-        self.assertEqual(got[("async-server", 2)], 3000)
+        self.assertEqual(got[("actor-mem", 1)], 1000)  # the matrix's first probe
+        self.assertEqual(got[("async-mem", 1)], 2000)
+        self.assertEqual(got[("actor-mem", 2)], 1800)
+        self.assertEqual(got[("async-mem", 2)], 3000)
         self.assertTrue(all(r["req_per_cpu_sec"] is not None for r in rows))
         with open(os.path.join(b.dir, "summary.md"), encoding="utf-8") as fh:
             md = fh.read()
         self.assertIn("## Scaling (server CPUs)", md)
-        self.assertIn("| s1 | 1 | 1,000 | 2,000 | 0.50 |", md)
-        self.assertIn("| s1 | 2 | 1,800 | 3,000 | 0.60 |", md)
+        self.assertIn("| s1 | actor-mem / async-mem | 1 | 1,000 | 2,000 | 0.50 |", md)
+        self.assertIn("| s1 | actor-mem / async-mem | 2 | 1,800 | 3,000 | 0.60 |", md)
         self.assertIn("- 8 server CPUs: skipped: 8 server CPUs need 9 CPUs.", md)
         self.assertIn("Topology: actor-server: 1 I/O loop", md)
 
@@ -163,7 +163,7 @@ class TestTable(unittest.TestCase):
         self.assertIn('<h2 id="scaling">', page)
         self.assertIn('data-key="scaling/table/1/rps">1,800<', page)
         self.assertIn("8 server CPUs: skipped: 8 server CPUs need 9 CPUs", page)
-        self.assertIn('data-plot="scaling-s1"', page)
+        self.assertIn('data-plot="scaling-s1-0"', page)
 
     def test_scaling_runs_stay_out_of_the_verdict(self):
         with_sc = self.batch("W", True).summarize()
@@ -180,7 +180,7 @@ class TestTable(unittest.TestCase):
         r4 = next(r for r in index["scaling"]["table"] if r["server_cpus"] == 4)
         self.assertFalse(r4["valid"])
         with open(os.path.join(b.dir, "summary.md"), encoding="utf-8") as fh:
-            self.assertIn("| s1 | 4 | - | 2,500 | - (not valid", fh.read())
+            self.assertIn("| s1 | actor-mem / async-mem | 4 | - | 2,500 | - (not valid", fh.read())
 
     def test_loadgen_bound_scaling_run_is_flagged(self):
         b = self.batch("L", True)

@@ -164,9 +164,9 @@ class TestFixtures(unittest.TestCase):
     def test_a_flagged_equal_load_run_is_invalid_for_the_verdict(self):
         bad = self.run_dir("actor-mem-s3-equal", load("episode-12s.json"))
         good = self.run_dir("async-mem-s3-equal", load("spikes-15s.json"), server="async-mem")
-        fig = verdict.equal_figure(bad, good)
-        self.assertFalse(fig["usable"])
-        self.assertEqual([r["flag"] for r in fig["reasons"]], ["not stationary"])
+        fig = verdict.equal_figure({1: bad}, {1: good})
+        self.assertEqual((fig["pairs_used"], fig["pairs_total"]), (0, 1))
+        self.assertEqual([r["flag"] for e in fig["excluded"] for r in e["reasons"]], ["not stationary"])
 
     def test_a_real_window_with_isolated_slow_seconds_is_stationary(self):
         # readme-7 actor-mem s3, 15 s at 62,359 req/s, valid: seconds 0 and 3 above 10 x the

@@ -101,10 +101,17 @@ class TestRatioInterval(unittest.TestCase):
         self.assertEqual((iv["center"], iv["low"], iv["high"], iv["n"]), (None, None, None, 0))
         self.assertIn("no valid pair", iv["note"])
 
-    def test_bad_input_raises(self):
-        for bad in ([1.0, 0.0], [1.0, -2.0], [1.0, None], [1.0, float("nan")], [True, 1.0]):
-            with self.assertRaises(ValueError, msg=repr(bad)):
-                stats.ratio_interval(bad)
+    def test_ratios_without_a_log_are_left_out_and_counted(self):
+        # a ratio of 0, a negative one, a missing one, NaN, a boolean: none has a log
+        for bad in ([0.9, 1.1, 0.0], [0.9, 1.1, -2.0], [0.9, None, 1.1], [float("nan"), 0.9, 1.1], [True, 0.9, 1.1]):
+            iv = stats.ratio_interval(bad)
+            self.assertEqual(iv["n"], 2, repr(bad))
+            self.assertEqual((iv["low"], iv["high"]), (stats.ratio_interval([0.9, 1.1])["low"],
+                                                        stats.ratio_interval([0.9, 1.1])["high"]), repr(bad))
+            self.assertEqual(iv["note"], "1 ratio not a number > 0 left out", repr(bad))
+        self.assertIn("no valid pair", stats.ratio_interval([0.0])["note"])
+
+    def test_a_level_outside_0_1_raises(self):
         for lvl in (0, 1, 1.5, None):
             with self.assertRaises(ValueError):
                 stats.ratio_interval([1.0, 1.1], lvl)

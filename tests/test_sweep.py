@@ -64,8 +64,8 @@ class SweepCase(unittest.TestCase):
         self.index = self.b.summarize()
         return next(s for s in self.index["sweep"]["scenarios"] if s["scenario"] == sc)
 
-    def knee_of(self, steps, who="actor"):
-        s = self.sweep_of(**{f"{who}_steps": steps})
+    def knee_of(self, steps, who="candidate"):
+        s = self.sweep_of(**{("actor_steps" if who == "candidate" else "async_steps"): steps})
         return s["servers"][who]["knee"], s["servers"][who]["steps"]
 
 
@@ -126,7 +126,7 @@ class TestSteps(SweepCase):
     def test_every_step_field_is_in_the_index(self):
         s = self.sweep_of(async_steps=[(2000, {"p99": 0.8, "server_cpu": 40.0, "lg_cpu": 30.0, "lag_p99": 0.2,
                                                "waited": 3})])
-        st = s["servers"]["async"]["steps"][0]
+        st = s["servers"]["baseline"]["steps"][0]
         want = {"step": 1, "run": "async-mem-s1-sweep-01", "offered_rps": 2000, "fraction_of_base": 0.2,
                 "achieved_rps": 2000, "latency_p50_ms": 0.2, "latency_p90_ms": 0.4, "latency_p99_ms": 0.8,
                 "latency_p99_9_ms": 0.8 * 1.5, "latency_max_ms": 0.8 * 3, "server_cpu_pct": 40.0,
@@ -144,12 +144,12 @@ class TestSteps(SweepCase):
                           st["validity"]["sustain_loadgen_bound"]), (True, True, True, False))
         self.assertEqual(s["base_rps"], BASE)
         self.assertEqual(s["rates_rps"], [2000])
-        self.assertIsNone(s["servers"]["actor"])
+        self.assertIsNone(s["servers"]["candidate"])
         self.assertIsNone(self.index["sweep"]["scenarios"][0]["knee_ratio"])
 
     def test_steps_are_ordered_by_offered_rate(self):
         s = self.sweep_of(actor_steps=[(3000, {}), (1000, {}), (2000, {})])
-        self.assertEqual([st["offered_rps"] for st in s["servers"]["actor"]["steps"]], [1000, 2000, 3000])
+        self.assertEqual([st["offered_rps"] for st in s["servers"]["candidate"]["steps"]], [1000, 2000, 3000])
 
     def test_a_batch_without_sweep_has_no_section(self):
         idx = self.b.summarize()
@@ -257,20 +257,20 @@ class TestKneeRatio(SweepCase):
         self.assertEqual((s["knee_ratio"], s["knee_ratio_kind"]), (0.5, "exact"))
         # each true knee lies between its step and the break: actor 4000-5000, async 8000-9000
         self.assertEqual((s["knee_ratio_min"], s["knee_ratio_max"]), (0.444, 0.625))
-        self.assertEqual(s["saturation_ratio"], 0.5)
+        self.assertEqual(s["comparison_ratio"], 0.5)
         with open(os.path.join(self.b.dir, "summary.md"), encoding="utf-8") as fh:
             md = fh.read()
         self.assertIn("## Latency under load: rate sweeps", md)
-        row = next(line for line in md.splitlines() if line.startswith("| s1 | 10,000 req/s |"))
+        row = next(line for line in md.splitlines() if line.startswith("| s1 | actor-mem / async-mem | 10,000 req/s |"))
         cells = [c.strip() for c in row.split("|")[1:-1]]
-        self.assertEqual(cells[2:6], ["4,000 req/s (40% of its saturation)", "8,000 req/s (40% of its saturation)",
+        self.assertEqual(cells[3:7], ["4,000 req/s (40% of its saturation)", "8,000 req/s (40% of its saturation)",
                                       "0.500 (range 0.444-0.625)", "0.500"])
 
     def test_a_knee_that_is_a_lower_bound_makes_the_ratio_a_bound(self):
         s = self.sweep_of(actor_steps=flat(6), async_steps=flat(3) + [(4000, {"p99": 6.0})])
         self.assertEqual((s["knee_ratio"], s["knee_ratio_kind"]), (2.0, "at least"))
         self.assertEqual((s["knee_ratio_min"], s["knee_ratio_max"]), (1.5, None))
-        self.assertTrue(s["servers"]["actor"]["knee"]["lower_bound"])
+        self.assertTrue(s["servers"]["candidate"]["knee"]["lower_bound"])
         with open(os.path.join(self.b.dir, "summary.md"), encoding="utf-8") as fh:
             self.assertIn("| at least 2.000 (range 1.500-unbounded) |", fh.read())
 

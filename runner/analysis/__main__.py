@@ -8,6 +8,8 @@ import os
 import signal
 import sys
 
+from .rules import is_num
+
 USAGE = """usage: python3 -m analysis COMMAND ARGS   (with runner/ on PYTHONPATH)
   result RUN_DIR                 build RUN_DIR/result.json from RUN_DIR/facts.json
   line RUN_DIR probe|sustain     write RUN_DIR/result.json and print one progress line of
@@ -15,23 +17,20 @@ USAGE = """usage: python3 -m analysis COMMAND ARGS   (with runner/ on PYTHONPATH
   summarize BATCH_DIR [TARGET]   write BATCH_DIR/index.json and summary.md
   report BATCH_DIR WORK OUT      render report.html (runner/report.sh is the wrapper)
   compare A_DIR B_DIR            compare two batches (runner/compare.sh is the wrapper)
-  equal-rate BATCH_DIR SCENARIO SAT_RATIO [SERVERS]
-                                 the equal-load rate: SAT_RATIO x the slower server's
+  equal-rate BATCH_DIR SCENARIO SAT_RATIO
+                                 the equal-load rate: SAT_RATIO x the slowest server's
                                  median saturation over its probes (exit 1 when a probe
-                                 run failed or is missing); with SERVERS (a,b,c) those
-                                 servers' probes of every round, host-disturbed ones left
-                                 out (rounds.py)
+                                 run failed or is missing)
   rounds-status BATCH_DIR SCENARIO
-                                 per comparison of SCENARIO (matrix.json's groups) its
-                                 probe rounds and equal-load rounds, each valid or not and
-                                 why, and its count of valid pairs, as JSON (run_all.sh's
-                                 re-runs; rounds.py)
+                                 per comparison of SCENARIO, its valid pairs and each
+                                 round's validity (probes, and equal-load runs), as JSON
   rounds-next probe|equal MIN_VALID PLANNED
                                  reads rounds-status's JSON on stdin; prints the next
                                  re-run round as JSON (its round, servers, the comparisons
                                  that need it and the rounds it answers), or null
+                                 (rounds.py: the re-run rule)
   headline BATCH_DIR             the verdict word and headline of index.json, one line
-  sweep-base BATCH_DIR SCENARIO  the sweep's 100%: the slower server's median saturation
+  sweep-base BATCH_DIR SCENARIO  the sweep's 100%: the slowest server's median saturation
                                  over its probes, req/s (exit 1 when a server has none)
   sweep-rates BASE_RPS           the default sweep rates, 10% .. 120% of BASE_RPS, req/s,
                                  comma-separated (SPEC.md section 14)
@@ -55,7 +54,6 @@ Definitions are read from servers/ and SERVER_DEFS; a bad definition or selectio
 
 def _line(run_dir, phase):
     from .result import write
-    from .rules import is_num
     r = write(run_dir)
     cfg = r.get("config") or {}
 
@@ -81,20 +79,48 @@ def _line(run_dir, phase):
 
 
 def _equal_rate(batch_dir, scenario, sat_ratio):
-    from . import summary, verdict
-    from .rules import is_num
-    sc = summary.scenario_index(batch_dir, scenario)
+    from . import batch
+    b = batch.Batch(batch_dir)
+    g = b.group(scenario)
+    if g is None:
+        raise ValueError(f"no scenario {scenario} in {batch_dir}")
     meds = []
-    for who in ("actor", "async"):
-        runs = sc["probes"][who]
-        if any(r is None or r.get("failure") for r in runs):
-            raise ValueError(f"a {sc[who]} probe run failed or is missing")
-        if not all(is_num(r.get("saturation_rps")) for r in runs):
-            raise ValueError(f"a {sc[who]} probe has no saturation figure")
-        meds.append(verdict.median([r["saturation_rps"] for r in runs]))
+    for name in g["servers"]:
+        runs = b.probes(name, scenario)
+        if not runs or any(r.get("failure") for r in runs.values()):
+            raise ValueError(f"a {name} probe run of {scenario} failed or is missing")
+        if not all(is_num(r.get("saturation_rps")) for r in runs.values()):
+            raise ValueError(f"a {name} probe of {scenario} has no saturation figure")
+        meds.append(b.median_saturation(name, scenario))
     if not all(m and m > 0 for m in meds):
         raise ValueError("a probe completed no requests")
     return max(1, math.floor(min(meds) * sat_ratio + 0.5))  # half up, not Python's half to even
+
+
+def _rounds_status(batch_dir, scenario):
+    """{"comparisons": [...], "equal": [...]}: per comparison of SCENARIO its valid pairs and
+    each round's validity (run_all.sh decides re-runs on it)."""
+    from . import batch, rules, verdict
+    b = batch.Batch(batch_dir)
+    g = b.group(scenario)
+    if g is None:
+        raise ValueError(f"no scenario {scenario} in {batch_dir}")
+    out = {"scenario": scenario, "comparisons": [], "equal": []}
+    for c in g["comparisons"]:
+        cand, base = c["candidate"], c["baseline"]
+        for key, cr, br, problems, value in (
+                ("comparisons", b.probes(cand, scenario), b.probes(base, scenario), rules.probe_problems,
+                 verdict._probe_rps),
+                ("equal", b.equal(cand, scenario), b.equal(base, scenario), rules.sustain_problems,
+                 lambda r: (r or {}).get("req_per_cpu_sec"))):
+            used, excluded = verdict._pairs(cr, br, problems, value, True)
+            rounds = [{"round": rnd, "valid": True, "why": ""} for rnd, _, _, _ in used]
+            rounds += [{"round": e["round"], "valid": False,
+                        "why": "; ".join(sorted({f"{x['server']} {x['flag']}" for x in e["reasons"]}))}
+                       for e in excluded]
+            out[key].append({"candidate": cand, "baseline": base, "valid_pairs": len(used),
+                             "rounds": sorted(rounds, key=lambda x: x["round"])})
+    return out
 
 
 def _servers_cmd(cmd, args):
@@ -177,17 +203,14 @@ def main(argv):
         elif cmd == "compare":
             from . import compare
             return compare.main([argv[0]] + args)
+        elif cmd == "rounds-status" and len(args) == 2:
+            print(json.dumps(_rounds_status(args[0], args[1]), indent=1))
         elif cmd == "equal-rate" and len(args) == 3:
             print(_equal_rate(args[0], args[1], float(args[2])))
-        elif cmd == "equal-rate" and len(args) == 4:
-            from . import rounds
-            print(rounds.equal_rate(args[0], args[1], [x for x in args[3].split(",") if x], float(args[2])))
-        elif cmd == "rounds-status" and len(args) == 2:
-            from . import rounds
-            print(json.dumps(rounds.status(args[0], args[1]), indent=1))
         elif cmd == "rounds-next" and len(args) == 3 and args[0] in ("probe", "equal"):
-            from . import rounds
-            print(json.dumps(rounds.next_round(json.load(sys.stdin), args[0], int(args[1]), int(args[2]))))
+            from . import rounds, verdict
+            print(json.dumps(rounds.next_round(json.load(sys.stdin), args[0], int(args[1]), int(args[2]),
+                                               figure_min=verdict.MIN_PAIRS)))
         elif cmd == "sweep-base" and len(args) == 2:
             from . import sweep
             print(sweep.base_rps(args[0], args[1]))

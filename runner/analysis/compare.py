@@ -9,7 +9,9 @@ import json
 import os
 import sys
 
-from . import rules, summary
+from . import batch, rules
+from .fmt import known
+from .rules import is_num
 
 # (field, name, better, unit, decimals, noise class)
 METRICS = [
@@ -49,10 +51,6 @@ def noise_thresholds(mode_a=None, mode_b=None):
             raise ValueError(f"{NOISE_ENV[cls]} must be a number >= 0, got '{raw}'")
         out[cls] = value
     return out
-
-
-def is_num(v):
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
 def fmt(v, decimals, unit):
@@ -96,7 +94,7 @@ def compare_metric(a, b, metric, noise):
 
 def flags_of(run):
     """The run's validity flags by today's rules (rules.py), e.g. ["loadgen-bound"]."""
-    return summary.normalize(run)["flags"]
+    return batch.normalize(run)["flags"]
 
 
 def load(batch_dir):
@@ -114,7 +112,6 @@ def describe(label, index):
     ver = index.get("versions") or {}
     host = index.get("host") or {}
     commit = (ver.get("git_commit") or "?")[:12] + (" (dirty)" if ver.get("git_dirty") else "")
-    known = summary.known  # a field the batch does not record prints '?', never 'None'
     return (f"{label}: batch {known(index.get('batch'))}, mode {known(index.get('mode'))}, "
             f"{known((index.get('timestamps') or {}).get('start'))}, commit {commit}, "
             f"host {known(host.get('hostname'))} ({known(host.get('cores'))} cores)")

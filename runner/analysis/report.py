@@ -6,178 +6,35 @@ Invariant: every figure printed on the page is a value of index.json, wrapped in
 <span class="fig" data-key="path/in/index.json">; every string from the batch is escaped.
 Called by runner/report.sh (which owns the work folder); python3 stdlib only.
 """
-import html
 import json
 import math
 import os
-import re
 import subprocess
 import sys
 
 from . import rules, scaling, sweep
+from .render import (Page, Svgs, esc, get_path, gnuplot, num_or_nan, per_interval, probe_validity_html,
+                     read_histogram, safe_label, validity_html, write_dat)
 
-PLOTS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "plots")
-SAFE = re.compile(r"[^A-Za-z0-9 ._+:,=()/-]")
-# Percentile axis: x = 1/(1-p), labelled as HdrHistogram's plotter does.
-X_TICKS = [(2, "50%"), (10, "90%"), (100, "99%"), (1000, "99.9%"), (10000, "99.99%"),
-           (100000, "99.999%")]
-
-
-def esc(value):
-    """Any value as escaped HTML text (None as 'n/a')."""
-    return html.escape("n/a" if value is None else str(value), quote=True)
+BASIS_TEXT = {"saturation_rps": "saturation req/s (probe pairs)", "req_per_cpu_sec": "req/CPU-s at equal load"}
+HANDLER_NOTE = ("Handler p99 is each server's own span from a parsed request to its rendered response: for "
+                "actor-server it includes every mailbox hop (router, middleware and store actors), for async-server "
+                "it is one function call. It says where a server spends its time; it is not comparable across the "
+                "two architectures, and a server that does not export it shows n/a.")
 
 
-def safe_label(text):
-    """A string fit for a gnuplot title or data label: [A-Za-z0-9 ._+:,=()/-] only."""
-    return SAFE.sub("_", str(text))
+def labels(comparisons):
+    """A short plot label per comparison: its scenario, or 'scenario candidate' when a scenario
+    has several comparisons."""
+    count = {}
+    for c in comparisons:
+        count[c.get("scenario")] = count.get(c.get("scenario"), 0) + 1
+    return [safe_label(c.get("scenario") if count[c.get("scenario")] == 1 else f"{c.get('scenario')} {c.get('candidate')}")
+            for c in comparisons]
 
 
-def get_path(doc, key):
-    """The value at a '/'-separated path of index.json (list indexes as numbers), or None."""
-    cur = doc
-    for part in key.split("/"):
-        if isinstance(cur, list):
-            try:
-                cur = cur[int(part)]
-            except (ValueError, IndexError):
-                return None
-        elif isinstance(cur, dict):
-            cur = cur.get(part)
-        else:
-            return None
-        if cur is None:
-            return None
-    return cur
-
-
-def fmt_num(value, decimals):
-    """A number with thousands separators and DECIMALS decimals."""
-    return f"{value:,.{decimals}f}"
-
-
-class Page:
-    """The index and the figure formatter; every printed figure goes through fig()."""
-
-    def __init__(self, index):
-        self.index = index
-
-    def fig(self, key, decimals=0, unit=""):
-        """The value of index.json at KEY, formatted, tagged with its key for the tests."""
-        value = get_path(self.index, key)
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            return '<span class="na">n/a</span>'
-        text = fmt_num(value, decimals)
-        suffix = f"&nbsp;{esc(unit)}" if unit else ""
-        return f'<span class="fig" data-key="{esc(key)}">{text}</span>{suffix}'
-
-
-def per_interval(page, key):
-    """A brief's per-interval p99s at KEY as 'median (min-max) ms', or n/a."""
-    f = page.fig
-    if not rules.is_num(get_path(page.index, key + "/median_ms")):
-        return f(key + "/median_ms")
-    return f'{f(key + "/median_ms", 3)} ({f(key + "/min_ms", 3)}-{f(key + "/max_ms", 3, "ms")})'
-
-
-def validity_html(brief):
-    """The validity of a brief result as small badges: one per problem (rules.py), or ok."""
-    if brief is None:
-        return '<span class="bad">no result</span>'
-    if brief.get("failure"):
-        return f'<span class="bad">failed: {esc(brief["failure"])}</span>'
-    problems = brief.get("problems") or []
-    if not problems:
-        return '<span class="flag ok">valid</span>'
-    return " ".join(f'<span class="flag bad" title="{esc(p.get("reason"))}">{esc(p.get("phase") or "run")}: '
-                    f'{esc(p.get("flag"))}</span>' for p in problems)
-
-
-def probe_validity_html(brief):
-    """The probe problems of a brief as badges (only the probe phase)."""
-    if brief is None:
-        return '<span class="bad">no result</span>'
-    if brief.get("failure"):
-        return f'<span class="bad">failed: {esc(brief["failure"])}</span>'
-    probs = [p for p in brief.get("problems") or [] if p.get("phase") == "probe"]
-    if not probs:
-        return '<span class="flag ok">valid</span>'
-    return " ".join(f'<span class="flag bad" title="{esc(p.get("reason"))}">{esc(p.get("flag"))}</span>' for p in probs)
-
-
-def read_histogram(path):
-    """(x = 1/(1-p), latency ms) points of an HdrHistogram text file, p < 1 only."""
-    points = []
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                cols = line.split()
-                if len(cols) < 4 or line.lstrip().startswith("#"):
-                    continue
-                try:
-                    value, pct = float(cols[0]), float(cols[1])
-                except ValueError:
-                    continue
-                if 0 <= pct < 1 and math.isfinite(value):
-                    points.append((1.0 / (1.0 - pct), value))
-    except OSError:
-        return []
-    return points
-
-
-def gnuplot(script, variables, work):
-    """Runs runner/plots/SCRIPT with VARIABLES (name -> number or safe string); returns
-    the SVG text. Raises RuntimeError with gnuplot's stderr on failure."""
-    out = os.path.join(work, f"plot{len(os.listdir(work))}.svg")
-    assigns = [f"out='{out}'", f"plotsdir='{PLOTS_DIR}'"]
-    for name, value in variables.items():
-        if isinstance(value, str):
-            if "'" in value or "\\" in value:
-                raise ValueError(f"unsafe gnuplot string for {name}")
-            assigns.append(f"{name}='{value}'")
-        else:
-            assigns.append(f"{name}={value!r}")
-    cmd = [os.environ.get("GNUPLOT", "gnuplot"), "-e", "; ".join(assigns), os.path.join(PLOTS_DIR, script)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False)
-    if proc.returncode != 0 or not os.path.exists(out):
-        raise RuntimeError(f"gnuplot {script} failed: {proc.stderr.strip()}")
-    with open(out, encoding="utf-8") as fh:
-        return fh.read()
-
-
-class Svgs:
-    """Inlines gnuplot SVGs: drops the XML prolog and makes every id unique per plot."""
-
-    def __init__(self):
-        self.count = 0
-
-    def inline(self, svg, name):
-        self.count += 1
-        prefix = f"p{self.count}-"
-        svg = svg[svg.index("<svg"):]
-        seen = {}
-
-        def new_id(match):
-            # gnuplot repeats a plot's group id when it redraws an opaque key: number repeats.
-            name = match.group(2)
-            seen[name] = seen.get(name, 0) + 1
-            suffix = "" if seen[name] == 1 else f"-{seen[name]}"
-            return f'id="{prefix}{name}{suffix}"'
-        svg = re.sub(r"""\bid=(["'])([^"']+)\1""", new_id, svg)
-        svg = re.sub(r"""href=(["'])#([^"']+)\1""", lambda m: f'href="#{prefix}{m.group(2)}"', svg)
-        svg = re.sub(r"url\(#([^)]+)\)", lambda m: f"url(#{prefix}{m.group(1)})", svg)
-        svg = svg.replace("<svg", f'<svg data-plot="{esc(name)}" role="img" aria-label="{esc(name)}"', 1)
-        return f'<figure class="plot">{svg}</figure>'
-
-
-def num_or_nan(value):
-    return repr(float(value)) if isinstance(value, (int, float)) and not isinstance(value, bool) else "NaN"
-
-
-def write_dat(path, rows):
-    with open(path, "w", encoding="utf-8") as fh:
-        for row in rows:
-            fh.write(" ".join(str(c) for c in row) + "\n")
+def _ms(v):
+    return v / 1000 if rules.is_num(v) else None
 
 
 def render(batch_dir, work):
@@ -185,37 +42,33 @@ def render(batch_dir, work):
         index = json.load(fh, parse_constant=rules.json_null_constant)
     page = Page(index)
     svgs = Svgs()
-    scenarios = index.get("scenarios") or []
+    comps = index.get("comparisons") or []
     target = index.get("target_ratio")
     target_num = target if isinstance(target, (int, float)) else 0.5
     plots = {}
+    names = labels(comps)
 
-    # ---- bar charts across scenarios -------------------------------------------------
-    if scenarios:
+    # ---- bar charts across comparisons ----------------------------------------------------
+    if comps:
         rows, ratio_rows, eff_rows, lat_rows = [], [], [], []
-        for i, sc in enumerate(scenarios, 1):
-            label = safe_label(sc.get("scenario"))
-            a, b = sc.get("actor_result") or {}, sc.get("async_result") or {}
-            eq = sc.get("equal_load") or {}
-            ea, eb = eq.get("actor") or {}, eq.get("async") or {}
-            med = sc.get("saturation_median_rps") or {}
-            b_sat = med.get("async")
+        for i, (c, label) in enumerate(zip(comps, names), 1):
+            a, b = c.get("candidate_result") or {}, c.get("baseline_result") or {}
+            eq = c.get("equal_load") or {}
+            ea, eb = eq.get("candidate") or {}, eq.get("baseline") or {}
+            med = c.get("saturation_median_rps") or {}
+            b_sat = med.get("baseline")
             mark = target_num * b_sat if isinstance(b_sat, (int, float)) else None
-            rows.append((i, label, num_or_nan(med.get("actor")), num_or_nan(b_sat), num_or_nan(mark)))
-            ratio_rows.append((i, label, num_or_nan(sc.get("ratio")),
-                               safe_label((sc.get("basis") or "none").replace("_", "-"))))
+            rows.append((i, label, num_or_nan(med.get("candidate")), num_or_nan(b_sat), num_or_nan(mark)))
+            ratio_rows.append((i, label, num_or_nan(c.get("ratio")),
+                               safe_label((c.get("basis") or "none").replace("_", "-")),
+                               num_or_nan(c.get("ci_low")), num_or_nan(c.get("ci_high"))))
             eff_rows.append((i, label, num_or_nan(a.get("req_per_cpu_sec")), num_or_nan(b.get("req_per_cpu_sec")),
                              num_or_nan(ea.get("req_per_cpu_sec")), num_or_nan(eb.get("req_per_cpu_sec"))))
-            hp = [r.get("handler_p99_us") for r in (a, b)]
-            lat_rows.append((i, label, num_or_nan(a.get("latency_p99_ms")),
-                             num_or_nan(hp[0] / 1000 if isinstance(hp[0], (int, float)) else None),
-                             num_or_nan(b.get("latency_p99_ms")),
-                             num_or_nan(hp[1] / 1000 if isinstance(hp[1], (int, float)) else None)))
-        n = len(scenarios)
-        write_dat(os.path.join(work, "throughput.dat"), rows)
-        write_dat(os.path.join(work, "ratio.dat"), ratio_rows)
-        write_dat(os.path.join(work, "efficiency.dat"), eff_rows)
-        write_dat(os.path.join(work, "p99.dat"), lat_rows)
+            lat_rows.append((i, label, num_or_nan(a.get("latency_p99_ms")), num_or_nan(_ms(a.get("handler_p99_us"))),
+                             num_or_nan(b.get("latency_p99_ms")), num_or_nan(_ms(b.get("handler_p99_us")))))
+        n = len(comps)
+        for name, data in (("throughput", rows), ("ratio", ratio_rows), ("efficiency", eff_rows), ("p99", lat_rows)):
+            write_dat(os.path.join(work, f"{name}.dat"), data)
         plots["throughput"] = svgs.inline(gnuplot("throughput.gp", {
             "datafile": os.path.join(work, "throughput.dat"), "n": n, "target": float(target_num)}, work),
             "throughput")
@@ -232,20 +85,20 @@ def render(batch_dir, work):
                 "datafile": os.path.join(work, "p99.dat"), "n": n, "ymin": float(ymin)}, work),
                 "handler-vs-client-p99")
 
-    # ---- latency spectra -------------------------------------------------------------
-    for sc in scenarios:
-        scn = safe_label(sc.get("scenario"))
-        eq = sc.get("equal_load") or {}
-        for kind, actor_run, async_run, title, briefs in (
-                ("own", sc.get("actor_run"), sc.get("async_run"), f"{scn}: each at SAT_RATIO x its own saturation",
-                 (sc.get("actor_result"), sc.get("async_result"))),
-                ("equal", eq.get("actor_run"), eq.get("async_run"),
-                 f"{scn}: equal load, {eq.get('rate_rps')} req/s" if eq else "", (eq.get("actor"), eq.get("async")))):
+    # ---- latency spectra -----------------------------------------------------------------
+    for i, (c, label) in enumerate(zip(comps, names)):
+        key = safe_label(label.replace(" ", "-"))
+        eq = c.get("equal_load") or {}
+        for kind, cand_run, base_run, title, briefs in (
+                ("own", c.get("candidate_run"), c.get("baseline_run"),
+                 f"{label}: each at SAT_RATIO x its own saturation", (c.get("candidate_result"), c.get("baseline_result"))),
+                ("equal", eq.get("candidate_run"), eq.get("baseline_run"),
+                 f"{label}: equal load, {eq.get('rate_rps')} req/s" if eq else "", (eq.get("candidate"), eq.get("baseline")))):
             files, xmax, have = {}, 100.0, False
-            for who, run in (("actor", actor_run), ("async", async_run)):
+            for who, run in (("candidate", cand_run), ("baseline", base_run)):
                 pts = read_histogram(os.path.join(batch_dir, run, "histogram.txt")) if run else []
                 have = have or bool(pts)
-                path = os.path.join(work, f"hist-{scn}-{kind}-{who}.dat")
+                path = os.path.join(work, f"hist-{i}-{kind}-{who}.dat")
                 write_dat(path, pts if pts else [(1, "NaN")])
                 files[who] = path
                 if pts:
@@ -253,13 +106,13 @@ def render(batch_dir, work):
             if not have:
                 continue
             xmax = 10 ** math.ceil(math.log10(xmax) - 1e-9)
-            name = f"latency-{scn}-{kind}"
+            name = f"latency-{key}-{kind}"
             plots[name] = svgs.inline(gnuplot("latency.gp", {
-                "actorfile": files["actor"], "asyncfile": files["async"], "xmax": float(min(xmax, 1e6)),
-                "plottitle": safe_label(title), "actorname": safe_label(sc.get("actor")),
-                "asyncname": safe_label(sc.get("async")),
-                "actorlg": int(bool((briefs[0] or {}).get("latency_by_loadgen"))),
-                "asynclg": int(bool((briefs[1] or {}).get("latency_by_loadgen")))}, work), name)
+                "candfile": files["candidate"], "basefile": files["baseline"], "xmax": float(min(xmax, 1e6)),
+                "plottitle": safe_label(title), "candname": safe_label(c.get("candidate")),
+                "basename": safe_label(c.get("baseline")),
+                "candlg": int(bool((briefs[0] or {}).get("latency_by_loadgen"))),
+                "baselg": int(bool((briefs[1] or {}).get("latency_by_loadgen")))}, work), name)
 
     plots.update(sweep.report_plots(index, work, svgs))
     plots.update(scaling.report_plots(index, work, svgs))
@@ -291,18 +144,30 @@ figure.plot svg{width:640px;height:auto;max-width:100%;border:1px solid #e5e9ef;
 """
 
 
+def _why(c):
+    """The 'why' cell of a comparison: its errors, grouped reasons or left-out pairs, then the
+    remedy; each grouped reason once."""
+    parts = [f'<span class="bad">{esc(e)}</span>' for e in c.get("errors") or []]
+    parts += [esc(r) for r in c.get("reasons") or []]
+    if not parts and c.get("basis_reason"):
+        parts.append(esc(c["basis_reason"]))
+    if c.get("remedies") and c.get("verdict") != "PASS":
+        parts.append("<strong>Remedy:</strong> " + esc("; ".join(c["remedies"])))
+    return "<br>".join(parts) or "all pairs valid"
+
+
+def _ci(f, key, lo="ci_low", hi="ci_high"):
+    return f"{f(key + '/' + lo, 3)}&ndash;{f(key + '/' + hi, 3)}"
+
+
 def build_html(index, page, plots):
     f = page.fig
     out = []
     w = out.append
-    scenarios = index.get("scenarios") or []
-
-    def scenario_rows(*cells):
-        """One table row per scenario: its name, then one number cell per (PATH, DECIMALS[,
-        UNIT]): the figure at scenarios/<i>/PATH."""
-        for i, sc in enumerate(scenarios):
-            tds = "".join(f'<td class="n">{f(f"scenarios/{i}/{path}", *fmt)}</td>' for path, *fmt in cells)
-            w(f'<tr><td>{esc(sc.get("scenario"))}</td>{tds}</tr>')
+    comps = index.get("comparisons") or []
+    names = labels(comps)
+    level = index.get("ci_level") or 0.95
+    lvl = f"{100 * level:g}%"
 
     verdict = index.get("verdict") or {}
     overall = verdict.get("overall") or "N/A"
@@ -311,7 +176,7 @@ def build_html(index, page, plots):
     w('<html lang="en"><head><meta charset="utf-8">')
     w(f"<title>Benchmark report: batch {esc(batch)}</title>")
     w(f"<style>{CSS}</style></head><body>")
-    w(f"<h1>Actor vs async: batch {esc(batch)}</h1>")
+    w(f"<h1>Benchmark report: batch {esc(batch)}</h1>")
     ts = index.get("timestamps") or {}
     host = index.get("host") or {}
     w(f'<p class="note">Mode {esc(index.get("mode"))}, {esc(ts.get("start"))} to {esc(ts.get("end"))} (UTC), '
@@ -327,111 +192,137 @@ def build_html(index, page, plots):
         cls = "other"
     w(f'<section class="banner {esc(cls)}" id="verdict"><span class="verdict">{esc(overall)}</span>'
       f'{"<strong>(smoke run, not a result)</strong> " if index.get("smoke") else ""}'
-      f'actor / async &ge; target ratio {f("target_ratio", 2)} on s1 and s2.'
+      f'candidate / baseline against the target ratio {f("target_ratio", 2)}, with {esc(lvl)} confidence intervals.'
       f'<p class="headline">{esc(verdict.get("headline"))}</p>')
-    w("<table><tr><th>scenario</th><th>servers</th><th>compared on</th><th>actor</th><th>async</th>"
-      "<th>ratio actor/async</th><th>range (probe pairs)</th><th>verdict</th><th>why</th></tr>")
-    for i, sc in enumerate(scenarios):
-        k = f"scenarios/{i}"
-        basis = sc.get("basis")
+    w("<table><tr><th>scenario</th><th>candidate vs baseline</th><th>compared on</th><th>candidate</th>"
+      f"<th>baseline</th><th>ratio</th><th>{esc(lvl)} CI</th><th>valid pairs</th><th>verdict</th><th>why</th></tr>")
+    for i, c in enumerate(comps):
+        k = f"comparisons/{i}"
+        basis = c.get("basis")
         unit = "req/s" if basis == "saturation_rps" else "req/CPU-s" if basis == "req_per_cpu_sec" else ""
-        basis_txt = {"saturation_rps": "saturation req/s, median of the probe pairs",
-                     "req_per_cpu_sec": "req/CPU-s at equal load"}.get(basis, "n/a")
-        v = sc.get("verdict") or "N/A"
-        info = "" if sc.get("counts_for_overall") else ' <span class="note">(info)</span>'
-        frag = ' <span class="flag bad">fragile</span>' if sc.get("fragile") else ""
-        why = [esc(sc.get("basis_reason"))] if sc.get("basis_reason") else []
-        why += [esc(r) for r in sc.get("reasons") or []]
-        why += [f'<span class="bad">{esc(e)}</span>' for e in sc.get("errors") or []]
-        if sc.get("remedies"):
-            why.append("<strong>Remedy:</strong> " + esc("; ".join(sc["remedies"])))
-        rng = (f'{f(k + "/ratio_min", 3)}&ndash;{f(k + "/ratio_max", 3)} ({f(k + "/pairs_used")} of '
-               f'{f(k + "/pairs_total")} pairs)' if basis == "saturation_rps" else "n/a")
-        w(f'<tr><td>{esc(sc.get("scenario"))}</td><td>{esc(sc.get("actor"))} vs {esc(sc.get("async"))}</td>'
-          f'<td>{basis_txt}</td><td class="n">{f(k + "/actor_value", 0, unit)}</td>'
-          f'<td class="n">{f(k + "/async_value", 0, unit)}</td><td class="n">{f(k + "/ratio", 3)}</td>'
-          f'<td class="n">{rng}</td><td><span class="v-{esc(v)}">{esc(v)}</span>{frag}{info}</td>'
-          f'<td>{"<br>".join(why) or "all runs valid"}</td></tr>')
-    w("</table></section>")
+        v = c.get("verdict") or "N/A"
+        info = "" if c.get("decides") else ' <span class="note">(info)</span>'
+        w(f'<tr><td>{esc(c.get("scenario"))}</td><td>{esc(c.get("candidate"))} vs {esc(c.get("baseline"))}</td>'
+          f'<td>{esc(BASIS_TEXT.get(basis, "none"))}</td><td class="n">{f(k + "/candidate_value", 0, unit)}</td>'
+          f'<td class="n">{f(k + "/baseline_value", 0, unit)}</td><td class="n">{f(k + "/ratio", 3)}</td>'
+          f'<td class="n">{_ci(f, k)}</td><td class="n">{f(k + "/pairs_used")} of {f(k + "/pairs_total")}</td>'
+          f'<td><span class="v-{esc(v)}">{esc(v)}</span>{info}</td><td>{_why(c)}</td></tr>')
+    w("</table>")
+    w(f'<p class="note">The ratio is the geometric mean of the valid pairs\' ratios, the centre of the interval '
+      f'({esc(comps[0].get("ci_method") if comps else "")}). PASS when the whole interval is at or above the target, '
+      'FAIL when it is below, INCONCLUSIVE when it crosses the target or fewer than '
+      f'{f("thresholds/min_pairs_for_interval")} pairs were valid. "(info)": not part of the overall '
+      'verdict.</p></section>')
     if index.get("failures"):
         w("<h2>Failures</h2><ul>")
         for fl in index["failures"]:
             w(f'<li>{esc(fl.get("run"))}: {esc(fl.get("failure"))}</li>')
         w("</ul>")
+    if index.get("reruns"):
+        w('<h2 id="reruns">Re-runs</h2><ul>')
+        for r in index["reruns"]:
+            w(f'<li>{esc(r.get("scenario"))} round {esc(r.get("round"))} ({esc(", ".join(r.get("servers") or []))}): '
+              f'{esc(r.get("why"))}</li>')
+        w("</ul>")
 
     # ---- throughput
     w('<h2 id="throughput">Throughput</h2>')
     w('<p class="note">Closed-loop saturation throughput of each server (the median of its probes). The dashed '
-      'mark over each actor bar is target ratio x async: the actor passes on this figure when its bar reaches the '
-      'mark. When too few probe pairs are valid, the verdict uses requests per server CPU-second at equal load '
-      'instead (right, and the efficiency section), or none (INCONCLUSIVE).</p>')
+      'mark over each candidate bar is target ratio x baseline. Right: the verdict\'s ratio with its confidence '
+      'interval (on the figure the verdict used: saturation req/s, or req/CPU-s at equal load when too few probe '
+      'pairs were valid).</p>')
     w(f'<div class="grid">{plots.get("throughput", "")}{plots.get("ratio", "")}</div>')
-    w("<table><tr><th>scenario</th><th>actor saturation (median of probes)</th>"
-      "<th>async saturation (median of probes)</th><th>ratio (median of pairs)</th>"
-      "<th>actor sustained</th><th>async sustained</th><th>actor target</th><th>async target</th></tr>")
-    scenario_rows(("saturation_median_rps/actor", 0, "req/s"), ("saturation_median_rps/async", 0, "req/s"),
-                  ("saturation_ratio", 3),
-                  ("actor_result/sustained_rps", 0, "req/s"), ("async_result/sustained_rps", 0, "req/s"),
-                  ("actor_result/target_rps", 0, "req/s"), ("async_result/target_rps", 0, "req/s"))
-    w("</table>")
+    w("<table><tr><th>scenario</th><th>candidate vs baseline</th><th>candidate saturation (median of its probes)</th>"
+      "<th>baseline saturation (median of its probes)</th><th>ratio of the valid pairs (the verdict's, "
+      f"if on saturation)</th><th>{esc(lvl)} CI</th><th>median ratio of all pairs, valid or not</th>"
+      "<th>noise candidate</th><th>noise baseline</th></tr>")
+    for i, c in enumerate(comps):
+        k = f"comparisons/{i}"
+        sat = c.get("basis") == "saturation_rps"
+        w(f'<tr><td>{esc(c.get("scenario"))}</td><td>{esc(c.get("candidate"))} vs {esc(c.get("baseline"))}</td>'
+          f'<td class="n">{f(k + "/saturation_median_rps/candidate", 0, "req/s")}</td>'
+          f'<td class="n">{f(k + "/saturation_median_rps/baseline", 0, "req/s")}</td>'
+          f'<td class="n">{f(k + "/ratio", 3) if sat else "not on saturation"}</td>'
+          f'<td class="n">{_ci(f, k) if sat else "n/a"}</td>'
+          f'<td class="n">{f(k + "/all_pairs_median_ratio", 3)}</td>'
+          f'<td class="n">{f(k + "/noise/candidate", 3)}</td><td class="n">{f(k + "/noise/baseline", 3)}</td></tr>')
+    w("</table><p class=\"note\">Noise: (max - min) / median of a server's valid probes.</p>")
 
-    w('<h3 id="probes">Every probe</h3><p class="note">Closed-loop probes run interleaved (actor, async, actor, '
-      'async, ...), each on a fresh server, so drift hits both servers alike. A pair counts only when both probes '
-      'are valid; the ratio is the median of the valid pairs.</p>')
-    w("<table><tr><th>scenario</th><th>pair</th><th>actor req/s</th><th>async req/s</th><th>actor server CPU</th>"
-      "<th>async server CPU</th><th>actor loadgen CPU</th><th>async loadgen CPU</th><th>validity actor</th>"
-      "<th>validity async</th></tr>")
-    for i, sc in enumerate(scenarios):
-        pr = sc.get("probes") or {}
-        for j in range(max(len(pr.get("actor") or []), len(pr.get("async") or []))):
-            ka, kb = f"scenarios/{i}/probes/actor/{j}", f"scenarios/{i}/probes/async/{j}"
-            w(f'<tr><td>{esc(sc.get("scenario"))}</td><td class="n">{j + 1}</td>'
+    w('<h3 id="probes">Every probe</h3><p class="note">In each round every server of the scenario runs once, on a '
+      'fresh server, in a shuffled order, so drift of the host hits all alike. A pair counts only when both of its '
+      'probes are valid.</p>')
+    w("<table><tr><th>scenario</th><th>candidate vs baseline</th><th>round</th><th>candidate req/s</th>"
+      "<th>baseline req/s</th><th>candidate server CPU</th><th>baseline server CPU</th><th>candidate loadgen CPU</th>"
+      "<th>baseline loadgen CPU</th><th>validity candidate</th><th>validity baseline</th></tr>")
+    for i, c in enumerate(comps):
+        pr = c.get("probes") or {}
+        for j, rnd in enumerate(c.get("rounds") or []):
+            ka, kb = f"comparisons/{i}/probes/candidate/{j}", f"comparisons/{i}/probes/baseline/{j}"
+            w(f'<tr><td>{esc(c.get("scenario"))}</td><td>{esc(c.get("candidate"))} vs {esc(c.get("baseline"))}</td>'
+              f'<td class="n">{f(f"comparisons/{i}/rounds/{j}")}</td>'
               f'<td class="n">{f(ka + "/saturation_rps", 0, "req/s")}</td>'
               f'<td class="n">{f(kb + "/saturation_rps", 0, "req/s")}</td>'
               f'<td class="n">{f(ka + "/probe/server_cpu_pct", 1, "%")}</td>'
               f'<td class="n">{f(kb + "/probe/server_cpu_pct", 1, "%")}</td>'
               f'<td class="n">{f(ka + "/probe/loadgen_cpu_pct", 1, "%")}</td>'
               f'<td class="n">{f(kb + "/probe/loadgen_cpu_pct", 1, "%")}</td>'
-              f'<td>{probe_validity_html(get_path(index, ka))}</td>'
-              f'<td>{probe_validity_html(get_path(index, kb))}</td></tr>')
+              f'<td>{probe_validity_html((pr.get("candidate") or [None] * (j + 1))[j])}</td>'
+              f'<td>{probe_validity_html((pr.get("baseline") or [None] * (j + 1))[j])}</td></tr>')
     w("</table>")
+
+    # ---- league
+    for li, lg in enumerate(index.get("league") or []):
+        w(f'<h2 id="league-{li}">League: {esc(lg.get("scenario"))}, against {esc(lg.get("baseline"))}</h2>')
+        w("<table><tr><th>server</th><th>saturation req/s (median)</th><th>req/CPU-s at equal load</th>"
+          f"<th>p99 at equal load</th><th>ratio to the baseline</th><th>{esc(lvl)} CI</th><th>compared on</th>"
+          "<th>verdict</th></tr>")
+        for ri, row in enumerate(lg.get("rows") or []):
+            k = f"league/{li}/rows/{ri}"
+            w(f'<tr><td>{esc(row.get("server"))}</td><td class="n">{f(k + "/saturation_rps", 0, "req/s")}</td>'
+              f'<td class="n">{f(k + "/req_per_cpu_sec", 0)}</td><td class="n">{f(k + "/latency_p99_ms", 3, "ms")}'
+              f'{"" if row.get("equal_valid") else " (not valid)"}</td><td class="n">{f(k + "/ratio", 3)}</td>'
+              f'<td class="n">{_ci(f, k)}</td><td>{esc(BASIS_TEXT.get(row.get("basis"), "baseline" if row.get("server") == lg.get("baseline") else "none"))}</td>'
+              f'<td>{esc(row.get("verdict") or "-")}</td></tr>')
+        w("</table>")
 
     # ---- latency spectra
     w('<h2 id="latency">Latency percentile spectrum</h2>')
-    w('<p class="note">Coordinated-omission corrected latency of the measured window (histogram.txt of each run), '
-      'x = percentile on a log(1/(1-p)) axis. Left: each server at SAT_RATIO x its own saturation (different '
-      'offered loads). Right: both servers at the same constant rate (equal load). A run limited by the load '
-      'generator (its CPU or its send lag over the thresholds of SPEC.md section 8) is drawn dashed and pale and its '
-      'rows are greyed: its latency is the load generator\'s queue, not the server\'s.</p>')
-    for i, sc in enumerate(scenarios):
-        scn = safe_label(sc.get("scenario"))
-        w(f'<h3>{esc(sc.get("scenario"))}: {esc(sc.get("actor"))} vs {esc(sc.get("async"))}</h3>')
-        w(f'<div class="grid">{plots.get(f"latency-{scn}-own", "")}{plots.get(f"latency-{scn}-equal", "")}</div>')
+    w(f'<p class="note">Coordinated-omission corrected latency of the measured window (histogram.txt of each run), '
+      f'x = percentile on a log(1/(1-p)) axis. Left: each server at SAT_RATIO ({f("sat_ratio", 2)}) x its own '
+      'saturation (different offered loads). Right: both servers at the same constant rate (equal load). A run '
+      'limited by the load generator (its CPU or its send lag over the thresholds of SPEC.md section 8) is drawn '
+      'dashed and pale and its rows are greyed: its latency is the load generator\'s queue, not the server\'s.</p>')
+    for i, (c, label) in enumerate(zip(comps, names)):
+        key = safe_label(label.replace(" ", "-"))
+        w(f'<h3>{esc(c.get("scenario"))}: {esc(c.get("candidate"))} vs {esc(c.get("baseline"))}</h3>')
+        w(f'<div class="grid">{plots.get(f"latency-{key}-own", "")}{plots.get(f"latency-{key}-equal", "")}</div>')
         w("<table><tr><th>run</th><th>rate</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>max</th>"
           '<th title="the p99 of each second of the window: median (min-max)">p99 per second</th>'
           "<th>send lag p99</th><th>validity</th></tr>")
-        for key, label in ((f"scenarios/{i}/actor_result", sc.get("actor_run")),
-                           (f"scenarios/{i}/async_result", sc.get("async_run")),
-                           (f"scenarios/{i}/equal_load/actor", (sc.get("equal_load") or {}).get("actor_run")),
-                           (f"scenarios/{i}/equal_load/async", (sc.get("equal_load") or {}).get("async_run"))):
-            brief = get_path(index, key)
+        eq = c.get("equal_load") or {}
+        for bkey, label_run in ((f"comparisons/{i}/candidate_result", c.get("candidate_run")),
+                                (f"comparisons/{i}/baseline_result", c.get("baseline_run")),
+                                (f"comparisons/{i}/equal_load/candidate", eq.get("candidate_run")),
+                                (f"comparisons/{i}/equal_load/baseline", eq.get("baseline_run"))):
+            brief = get_path(index, bkey)
             if brief is None:
                 continue
             lg = brief.get("latency_by_loadgen")
             cls = ' class="lg" title="limited by the load generator: its queue, not the server"' if lg else ""
-            w(f'<tr{cls}><td>{esc(label)}{" (loadgen-limited)" if lg else ""}</td>'
-              f'<td class="n">{f(key + "/sustained_rps", 0, "req/s")}</td>'
-              + "".join(f'<td class="n">{f(key + "/" + m, 3, "ms")}</td>' for m in
+            w(f'<tr{cls}><td>{esc(label_run)}{" (loadgen-limited)" if lg else ""}</td>'
+              f'<td class="n">{f(bkey + "/sustained_rps", 0, "req/s")}</td>'
+              + "".join(f'<td class="n">{f(bkey + "/" + m, 3, "ms")}</td>' for m in
                         ("latency_p50_ms", "latency_p90_ms", "latency_p99_ms", "latency_p99_9_ms", "latency_max_ms"))
-              + f'<td class="n">{per_interval(page, key + "/latency_p99_intervals")}</td>'
-              + f'<td class="n">{f(key + "/send_lag_p99_ms", 3, "ms")}'
-              + (f' (own {f(key + "/send_lag_own_p99_ms", 3, "ms")})'
+              + f'<td class="n">{per_interval(page, bkey + "/latency_p99_intervals")}</td>'
+              + f'<td class="n">{f(bkey + "/send_lag_p99_ms", 3, "ms")}'
+              + (f' (own {f(bkey + "/send_lag_own_p99_ms", 3, "ms")})'
                  if rules.is_num(brief.get("send_lag_own_p99_ms")) else "") + "</td>"
               + f"<td>{validity_html(brief)}</td></tr>")
+        if eq:
+            w(f'<tr><th colspan="4">equal load at {f(f"comparisons/{i}/equal_load/rate_rps", 0, "req/s")}: p99 ratio '
+              f'candidate / baseline</th><td class="n">{f(f"comparisons/{i}/equal_load/p99_ratio", 3)}</td>'
+              '<td colspan="5"></td></tr>')
         w("</table>")
-        if sc.get("equal_load"):
-            w(f'<p class="note">Equal load at {f(f"scenarios/{i}/equal_load/rate_rps", 0, "req/s")}: '
-              f'p99 ratio actor/async {f(f"scenarios/{i}/equal_load/p99_ratio", 3)}.</p>')
 
     w(sweep.report_html(index, page, plots))
     w(scaling.report_html(index, page, plots))
@@ -440,34 +331,40 @@ def build_html(index, page, plots):
     w('<h2 id="efficiency">Requests per server CPU-second</h2>')
     w('<p class="note">sustained req/s divided by the server\'s CPU (utime + stime from /proc over the measured '
       'window); higher is better. Saturation runs: each at its own offered load; equal-load runs: the same '
-      'offered load.</p>')
+      'offered load (the ratio with its interval over the valid equal-load pairs).</p>')
     w(f'<div class="grid one">{plots.get("efficiency", "")}</div>')
-    w("<table><tr><th>scenario</th><th>actor (own load)</th><th>async (own load)</th><th>ratio</th>"
-      "<th>actor CPU</th><th>async CPU</th><th>actor (equal load)</th><th>async (equal load)</th><th>ratio</th>"
-      "<th>actor CPU</th><th>async CPU</th></tr>")
-    scenario_rows(("actor_result/req_per_cpu_sec", 0), ("async_result/req_per_cpu_sec", 0),
-                  ("req_per_cpu_sec_ratio", 3),
-                  ("actor_result/server_cpu_pct", 1, "%"), ("async_result/server_cpu_pct", 1, "%"),
-                  ("equal_load/actor/req_per_cpu_sec", 0), ("equal_load/async/req_per_cpu_sec", 0),
-                  ("equal_load/req_per_cpu_sec_ratio", 3),
-                  ("equal_load/actor/server_cpu_pct", 1, "%"), ("equal_load/async/server_cpu_pct", 1, "%"))
+    w("<table><tr><th>scenario</th><th>candidate vs baseline</th><th>candidate (own load)</th>"
+      "<th>baseline (own load)</th><th>candidate CPU</th><th>baseline CPU</th><th>candidate (equal load)</th>"
+      "<th>baseline (equal load)</th><th>candidate CPU (equal load)</th><th>baseline CPU (equal load)</th>"
+      f"<th>ratio (equal load)</th><th>{esc(lvl)} CI</th><th>valid pairs</th></tr>")
+    for i, c in enumerate(comps):
+        k = f"comparisons/{i}"
+        w(f'<tr><td>{esc(c.get("scenario"))}</td><td>{esc(c.get("candidate"))} vs {esc(c.get("baseline"))}</td>'
+          + "".join(f'<td class="n">{f(k + "/" + p, *fm)}</td>' for p, *fm in (
+              ("candidate_result/req_per_cpu_sec", 0), ("baseline_result/req_per_cpu_sec", 0),
+              ("candidate_result/server_cpu_pct", 1, "%"), ("baseline_result/server_cpu_pct", 1, "%"),
+              ("equal_load/candidate/req_per_cpu_sec", 0), ("equal_load/baseline/req_per_cpu_sec", 0),
+              ("equal_load/candidate/server_cpu_pct", 1, "%"), ("equal_load/baseline/server_cpu_pct", 1, "%"),
+              ("equal_load/req_per_cpu_sec_ratio", 3)))
+          + f'<td class="n">{_ci(f, k + "/equal_load")}</td>'
+          + f'<td class="n">{f(k + "/equal_load/pairs_used")} of {f(k + "/equal_load/pairs_total")}</td></tr>')
     w("</table><p class=\"note\">CPU is percent of one CPU.</p>")
 
     # ---- handler p99 vs client p99
     w('<h2 id="handler">Server-side handler p99 beside client p99</h2>')
-    w('<p class="note">Client p99: the loadgen\'s corrected latency (includes queueing in the kernel, the '
-      'loop and the loadgen). Handler p99: the server\'s own parsed-to-socket time from /metrics over the '
-      'same window. Log scale; both in ms on the plot (saturation runs).</p>')
+    w('<p class="note">Client p99: the loadgen\'s corrected latency (includes queueing in the kernel, the loop and '
+      f'the loadgen). {esc(HANDLER_NOTE)} Log scale; both in ms on the plot (saturation runs).</p>')
     w(f'<div class="grid one">{plots.get("p99", "")}</div>')
     w("<table><tr><th>run</th><th>client p99</th><th>handler p99</th><th>handler p50</th></tr>")
-    for i, sc in enumerate(scenarios):
-        for key, label in ((f"scenarios/{i}/actor_result", sc.get("actor_run")),
-                           (f"scenarios/{i}/async_result", sc.get("async_run")),
-                           (f"scenarios/{i}/equal_load/actor", (sc.get("equal_load") or {}).get("actor_run")),
-                           (f"scenarios/{i}/equal_load/async", (sc.get("equal_load") or {}).get("async_run"))):
+    for i, c in enumerate(comps):
+        eq = c.get("equal_load") or {}
+        for key, label_run in ((f"comparisons/{i}/candidate_result", c.get("candidate_run")),
+                               (f"comparisons/{i}/baseline_result", c.get("baseline_run")),
+                               (f"comparisons/{i}/equal_load/candidate", eq.get("candidate_run")),
+                               (f"comparisons/{i}/equal_load/baseline", eq.get("baseline_run"))):
             if get_path(index, key) is None:
                 continue
-            w(f'<tr><td>{esc(label)}</td><td class="n">{f(key + "/latency_p99_ms", 3, "ms")}</td>'
+            w(f'<tr><td>{esc(label_run)}</td><td class="n">{f(key + "/latency_p99_ms", 3, "ms")}</td>'
               f'<td class="n">{f(key + "/handler_p99_us", 0, "us")}</td>'
               f'<td class="n">{handler_p50(page, index, key)}</td></tr>')
     w("</table>")
@@ -479,11 +376,13 @@ def build_html(index, page, plots):
     rows = [("batch", esc(batch)), ("date (UTC)", f"{esc(ts.get('start'))} to {esc(ts.get('end'))}"),
             ("host", esc(host.get("hostname"))), ("CPU", esc(host.get("cpu_model"))),
             ("cores", f"{f('host/cores')} ({f('host/cores_usable')} usable)"), ("kernel", esc(host.get("kernel"))),
+            ("steal on the server CPUs (mean, max)", f"{f('host_steal/mean_pct', 2, '%')}, {f('host_steal/max_pct', 2, '%')}"),
             ("commit", esc(ver.get("git_commit")) + (" (dirty: tracked files modified)" if ver.get("git_dirty") else "")),
             ("compiler", esc(ver.get("compiler")))]
     rows += [(name, esc(ver.get(name))) for name in ("libuv", "llhttp", "sqlite", "ck", "jansson")]
     rows += [("mode", esc(index.get("mode"))), ("TARGET_RATIO", f("target_ratio", 2)),
-             ("SAT_RATIO", f("sat_ratio", 2)), ("probe repeats per server", f("repeats"))]
+             ("SAT_RATIO", f("sat_ratio", 2)), ("planned rounds per scenario", f("repeats")),
+             ("confidence level", f("ci_level", 2)), ("order seed", f("seed"))]
     rows += [(f"validity threshold {name}", f(f"thresholds/{name}", 2))
              for name in sorted(index.get("thresholds") or {})]
     rows += [(f"config.{name}", esc(json.dumps(value) if not isinstance(value, str) else value))
@@ -526,5 +425,3 @@ def main(argv):
         fh.write(text)
     os.replace(tmp, out)
     return 0
-
-

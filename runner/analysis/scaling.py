@@ -7,6 +7,8 @@ topology for a run's config. Never runs a benchmark.
 """
 import os
 
+from . import batch
+from .render import esc, gnuplot, num_or_nan, safe_label, write_dat
 from .rules import is_num
 
 # The load generator needs at least this many CPUs of its own beside the server's.
@@ -97,27 +99,25 @@ def topology(cfg, server):
             % (n, "" if n == 1 else "s", w, "" if w == 1 else "s", w))
 
 
-def is_scaling_run(run):
-    """A scaling run: a closed-loop probe at another server CPU count, folder '<server>-<sc>-cpusN'.
-    Never part of the main verdict."""
-    return "-cpus" in (run.get("run") or run.get("dir") or "")
-
-
-def section(runs, matrix):
+def section(runs, matrix, groups=()):
     """index.json's "scaling": None without --scaling, else the requested counts, what ran,
-    what was skipped and why (from matrix.json), and the table."""
+    what was skipped and why (from matrix.json), the table, and the comparisons it is read by
+    (GROUPS' comparisons: candidate, baseline, scenario)."""
     sc = (matrix or {}).get("scaling")
     if not sc:
         return None
+    comps = [{"scenario": g["scenario"], "candidate": c["candidate"], "baseline": c["baseline"]}
+             for g in groups for c in g["comparisons"]]
     return {"counts": sc.get("counts") or [], "ran": sc.get("ran") or [],
-            "skipped": sc.get("skipped") or [], "table": table(runs)}
+            "skipped": sc.get("skipped") or [], "table": table(runs), "comparisons": comps}
 
 
 def markdown_lines(index):
     sec = index.get("scaling")
     if not sec:
         return []
-    return [""] + markdown(sec["table"], [(s["count"], s["reason"]) for s in sec["skipped"]])
+    return [""] + markdown(sec["table"], [(s["count"], s["reason"]) for s in sec["skipped"]],
+                           sec.get("comparisons") or [])
 
 
 def _server_cpus(run):
@@ -128,31 +128,29 @@ def _server_cpus(run):
 
 def table(runs):
     """Rows {scenario, server, server_cpus, rps, req_per_cpu_sec, valid (no failure, saturated,
-    not loadgen-bound), run} from the batch's
-    closed-loop runs (the first probe of each server, scenario and server CPU count: the
-    main matrix's saturation runs and the scaling runs, kind saturation or probe with a
-    '-cpusN' suffix). Sorted by scenario, server, CPU count."""
+    not loadgen-bound), run} from the batch's closed-loop runs (the first probe of each server,
+    scenario and server CPU count: the main matrix's saturation runs and the scaling runs,
+    '<server>-<scenario>-cpusN'). Sorted by scenario, server, CPU count."""
     rows = {}
     for r in runs:
         kind = r.get("kind")
-        name = r.get("run") or ""
         if kind not in ("saturation", "probe"):
             continue
-        if kind == "probe" and not is_scaling_run(r):
+        scaling_run = batch.is_scaling_run(r)
+        if kind == "probe" and not scaling_run:
             continue  # a repeat probe of the main matrix, not a scaling run
         n = _server_cpus(r)
-        side = side_of(r.get("server"))
-        if n is None or side is None:
+        if n is None or not r.get("server"):
             continue
-        key = (r.get("scenario"), side, n)
+        key = (r.get("scenario"), r["server"], n)
         probe = r.get("probe") or {}
         val = r.get("validity") or {}
-        row = {"scenario": r.get("scenario"), "server": side, "server_cpus": n,
+        row = {"scenario": r.get("scenario"), "server": r["server"], "server_cpus": n,
                "rps": r.get("saturation_rps"), "req_per_cpu_sec": probe.get("req_per_cpu_sec"),
                "valid": r.get("failure") is None and not val.get("probe_loadgen_bound")
                and not (probe.get("validity") or {}).get("loadgen_bound") and val.get("saturated") is not False,
-               "run": name}
-        if key not in rows or (kind == "saturation" and "-cpus" in rows[key]["run"]):
+               "run": r.get("run")}
+        if key not in rows or (kind == "saturation" and batch.is_scaling_run(rows[key])):
             rows[key] = row
     return sorted(rows.values(), key=lambda x: (x["scenario"] or "", x["server"], x["server_cpus"]))
 
@@ -161,24 +159,42 @@ def _fmt(v):
     return "-" if not is_num(v) else f"{v:,.0f}"
 
 
-def markdown(rows, skipped):
-    """summary.md's scaling section: one row per scenario and server CPU count, both servers
-    side by side with the ratio actor/async, then what was skipped and why."""
+def _pairs_of(rows, comparisons):
+    """The comparisons to tabulate: COMPARISONS, or (a batch that records none) every two
+    servers of a scenario in name order."""
+    if comparisons:
+        return comparisons
+    out = []
+    for sc in sorted({r["scenario"] for r in rows}):
+        names = sorted({r["server"] for r in rows if r["scenario"] == sc})
+        for base in names[1:]:
+            out.append({"scenario": sc, "candidate": names[0], "baseline": base})
+    return out
+
+
+def markdown(rows, skipped, comparisons=()):
+    """summary.md's scaling section: one row per comparison and server CPU count, both servers
+    side by side with the ratio candidate / baseline, then what was skipped and why."""
     lines = ["## Scaling (server CPUs)", ""]
     if not rows:
         lines.append("No closed-loop run to tabulate.")
     else:
-        lines += ["| scenario | server CPUs | actor req/s | async req/s | actor/async | actor req/CPU-s | "
-                  "async req/CPU-s |", "|---|---:|---:|---:|---:|---:|---:|"]
+        lines += ["| scenario | candidate / baseline | server CPUs | candidate req/s | baseline req/s | ratio | "
+                  "candidate req/CPU-s | baseline req/CPU-s |", "|---|---|---:|---:|---:|---:|---:|---:|"]
         by = {(r["scenario"], r["server"], r["server_cpus"]): r for r in rows}
-        for sc, n in sorted({(r["scenario"], r["server_cpus"]) for r in rows}):
-            a, b = by.get((sc, "actor-server", n)), by.get((sc, "async-server", n))
-            ratio = "-"
-            if a and b and is_num(a["rps"]) and is_num(b["rps"]) and b["rps"] > 0:
-                ratio = f"{a['rps'] / b['rps']:.2f}"
-            flag = "" if all(x is None or x["valid"] for x in (a, b)) else " (not valid: a failure, loadgen-bound or not saturated)"
-            lines.append(f"| {sc} | {n} | {_fmt(a and a['rps'])} | {_fmt(b and b['rps'])} | {ratio}{flag} | "
-                         f"{_fmt(a and a['req_per_cpu_sec'])} | {_fmt(b and b['req_per_cpu_sec'])} |")
+        for c in _pairs_of(rows, comparisons):
+            sc = c["scenario"]
+            for n in sorted({r["server_cpus"] for r in rows if r["scenario"] == sc
+                             and r["server"] in (c["candidate"], c["baseline"])}):
+                a, b = by.get((sc, c["candidate"], n)), by.get((sc, c["baseline"], n))
+                ratio = "-"
+                if a and b and is_num(a["rps"]) and is_num(b["rps"]) and b["rps"] > 0:
+                    ratio = f"{a['rps'] / b['rps']:.2f}"
+                flag = ("" if all(x is None or x["valid"] for x in (a, b))
+                        else " (not valid: a failure, loadgen-bound or not saturated)")
+                lines.append(f"| {sc} | {c['candidate']} / {c['baseline']} | {n} | {_fmt(a and a['rps'])} | "
+                             f"{_fmt(b and b['rps'])} | {ratio}{flag} | {_fmt(a and a['req_per_cpu_sec'])} | "
+                             f"{_fmt(b and b['req_per_cpu_sec'])} |")
     if skipped:
         lines.append("")
     for n, reason in skipped:
@@ -188,34 +204,35 @@ def markdown(rows, skipped):
 
 
 def report_plots(index, work, svgs):
-    """{name: inline SVG}: per scenario "scaling-<sc>" (req/s and req/CPU-s against server CPUs)."""
-    from .report import gnuplot, num_or_nan, safe_label, write_dat
+    """{name: inline SVG}: per comparison "scaling-<sc>[-N]" (req/s and req/CPU-s against server
+    CPUs, candidate and baseline)."""
     sec = index.get("scaling")
     plots = {}
     if not sec or not sec.get("table"):
         return plots
     rows = sec["table"]
-    for sc in sorted({r["scenario"] for r in rows if r["scenario"]}):
+    for i, c in enumerate(_pairs_of(rows, sec.get("comparisons") or [])):
+        sc = c["scenario"]
         files, counts = {}, []
-        for side in SERVERS:
-            mine = [r for r in rows if r["scenario"] == sc and r["server"] == side]
+        for role in ("candidate", "baseline"):
+            mine = [r for r in rows if r["scenario"] == sc and r["server"] == c[role]]
             counts += [r["server_cpus"] for r in mine]
-            path = os.path.join(work, f"scaling-{safe_label(sc)}-{side}.dat")
+            path = os.path.join(work, f"scaling-{i}-{role}.dat")
             write_dat(path, [(r["server_cpus"], num_or_nan(r["rps"]), num_or_nan(r["req_per_cpu_sec"]))
                              for r in mine] or [("NaN",) * 3])
-            files[side] = path
-        name = f"scaling-{safe_label(sc)}"
+            files[role] = path
+        name = f"scaling-{safe_label(sc)}-{i}"
         plots[name] = svgs.inline(gnuplot("scaling.gp", {
-            "actorfile": files["actor-server"], "asyncfile": files["async-server"],
+            "candfile": files["candidate"], "basefile": files["baseline"],
             "plottitle": safe_label(f"{sc}: throughput and efficiency against server CPUs"),
-            "actorname": "actor", "asyncname": "async", "xmax": float(max(counts or [1]))}, work), name)
+            "candname": safe_label(c["candidate"]), "basename": safe_label(c["baseline"]),
+            "xmax": float(max(counts or [1]))}, work), name)
     return plots
 
 
 def report_html(index, page, plots):
     """report.html's scaling section (empty without --scaling): the table, the skipped counts
-    and one plot per scenario. Figures go through page.fig (tagged with their index.json path)."""
-    from .report import esc
+    and one plot per comparison. Figures go through page.fig (tagged with their index.json path)."""
     sec = index.get("scaling")
     if not sec:
         return ""

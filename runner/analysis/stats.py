@@ -1,8 +1,10 @@
-"""stats: the confidence interval of a ratio from paired trials (SPEC.md section 9), Student's
-t distribution computed here (no third-party module), how a verdict reads an interval
-against a target, and the noise figure of a server's repeated probes.
-A leaf module: pure functions on lists of numbers; reads no file, imports no other analysis
-module but rules.is_num.
+"""stats: the confidence interval of a ratio measured in paired trials, how a verdict reads an
+interval against a target, and the noise figure of repeated measurements (SPEC.md section 9
+gives the method and its reason).
+A pair is one run of each server in the same round (interleaved, fresh processes); its ratio
+is candidate / baseline. The interval is Student's t on the logs of the pair ratios: the log
+turns a ratio into a difference, the pairing cancels what drifts between rounds, and the
+centre is the geometric mean of the ratios. Leaf module: stdlib and rules.is_num only.
 """
 import math
 import statistics
@@ -11,14 +13,13 @@ from .rules import is_num
 
 # The confidence level of every interval the suite prints, unless a caller asks for another.
 CI_LEVEL = 0.95
-# How ratio_interval computes its interval, in words (index.json and summary.md quote it).
-METHOD = "t-interval on the log of the pair ratios (geometric mean)"
+METHOD = "t-interval on the log of the pair ratios"
 
 
 def _betacf(a, b, x):
     """The continued fraction of the regularized incomplete beta function (modified Lentz),
     for x < (a + 1) / (a + b + 2), where it converges fast."""
-    tiny = 1e-300
+    tiny, eps = 1e-300, 1e-15
     qab, qap, qam = a + b, a + 1.0, a - 1.0
     c, d = 1.0, 1.0 - qab * x / qap
     d = 1.0 / (d if abs(d) > tiny else tiny)
@@ -38,40 +39,42 @@ def _betacf(a, b, x):
         c = c if abs(c) > tiny else tiny
         delta = d * c
         h *= delta
-        if abs(delta - 1.0) < 1e-15:
+        if abs(delta - 1.0) < eps:
             break
     return h
 
 
-def betai(a, b, x):
-    """The regularized incomplete beta function I_x(a, b) for a, b > 0 and 0 <= x <= 1."""
-    if not (a > 0 and b > 0 and 0.0 <= x <= 1.0):
-        raise ValueError(f"betai: needs a, b > 0 and 0 <= x <= 1, got a={a}, b={b}, x={x}")
-    if x in (0.0, 1.0):
-        return x
-    lbt = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
+def betainc(a, b, x):
+    """The regularized incomplete beta function I_x(a, b) for a, b > 0; x is clamped to
+    [0, 1]."""
+    if not (a > 0 and b > 0):
+        raise ValueError(f"betainc needs a, b > 0, got a={a}, b={b}")
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    lbeta = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
+    front = math.exp(lbeta)
     if x < (a + 1.0) / (a + b + 2.0):
-        return math.exp(lbt) * _betacf(a, b, x) / a
-    return 1.0 - math.exp(lbt) * _betacf(b, a, 1.0 - x) / b
+        return front * _betacf(a, b, x) / a
+    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
 
 
 def t_cdf(t, df):
-    """P(T <= t) for Student's t distribution with DF > 0 degrees of freedom."""
+    """P(T <= t) for Student's t with DF > 0 degrees of freedom."""
     if not df > 0:
-        raise ValueError(f"t_cdf: degrees of freedom must be > 0, got {df}")
+        raise ValueError(f"t_cdf needs df > 0, got {df}")
     if t == 0:
         return 0.5
-    tail = 0.5 * betai(df / 2.0, 0.5, df / (df + t * t))
+    tail = 0.5 * betainc(df / 2.0, 0.5, df / (df + t * t))
     return 1.0 - tail if t > 0 else tail
 
 
 def t_quantile(p, df):
-    """The t such that P(T <= t) = P for Student's t with DF > 0 degrees of freedom
-    (0 < P < 1): the inverse of t_cdf, by bisection to about 1e-12 relative."""
-    if not 0.0 < p < 1.0:
-        raise ValueError(f"t_quantile: p must be in (0, 1), got {p}")
-    if not df > 0:
-        raise ValueError(f"t_quantile: degrees of freedom must be > 0, got {df}")
+    """The t with P(T <= t) = P for Student's t with DF > 0 degrees of freedom, 0 < P < 1:
+    the inverse of t_cdf, by bisection to about 1e-12 relative."""
+    if not 0.0 < p < 1.0 or not df > 0:
+        raise ValueError(f"t_quantile needs 0 < p < 1 and df > 0, got p={p}, df={df}")
     if p == 0.5:
         return 0.0
     if p < 0.5:
@@ -91,36 +94,34 @@ def t_quantile(p, df):
 
 
 def ratio_interval(ratios, level=CI_LEVEL):
-    """The LEVEL confidence interval of the ratio of two servers from RATIOS, one ratio per
-    pair of interleaved runs (candidate / baseline of the same round): a Student t interval on
-    the natural logs of the ratios, mapped back with exp, so that it is centred on their
-    geometric mean and symmetric in log scale (0.5 and 2 are equally far from 1).
+    """The LEVEL confidence interval of the ratio from the pair ratios RATIOS: Student's t on
+    their natural logs, mapped back with exp, so centred on their geometric mean and
+    symmetric in log scale (0.5 and 2 are equally far from 1).
 
     Returns {"center" (the geometric mean), "low", "high", "level", "n" (ratios used), "df",
-    "method" (METHOD), "note" (None, or why there is no interval)}. With fewer than 2 ratios
-    low and high are None (one pair gives no spread to judge by) and note says so; with none
-    center is None too. Raises ValueError when a ratio is not a number > 0 (a log needs it;
-    the caller leaves invalid pairs out) or LEVEL is not in (0, 1)."""
+    "method" (METHOD), "note" (None, or why there is no interval or what was left out)}.
+    With fewer than two ratios the bounds are None (one pair gives no spread to judge) and
+    with none the centre too. Ratios that are not numbers > 0 are left out (a ratio of 0 has
+    no log; the caller reports such a pair apart) and counted in note. Raises ValueError when
+    LEVEL is not in (0, 1)."""
     if not (is_num(level) and 0.0 < level < 1.0):
         raise ValueError(f"ratio_interval: level must be in (0, 1), got {level}")
     ratios = list(ratios)
-    for r in ratios:
-        if not (is_num(r) and r > 0):
-            raise ValueError(f"ratio_interval: every ratio must be a number > 0, got {r!r}")
-    n = len(ratios)
+    logs = [math.log(r) for r in ratios if is_num(r) and r > 0]
+    n, left_out = len(logs), len(ratios) - len(logs)
     out = {"center": None, "low": None, "high": None, "level": level, "n": n, "df": None, "method": METHOD,
            "note": None}
+    notes = [f"{left_out} ratio{'s' if left_out != 1 else ''} not a number > 0 left out"] if left_out else []
     if n == 0:
-        out["note"] = "no valid pair: no ratio"
+        out["note"] = "; ".join(["no valid pair: no ratio"] + notes)
         return out
-    logs = [math.log(r) for r in ratios]
     mean = statistics.fmean(logs)
     out["center"] = math.exp(mean)
     if n < 2:
-        out["note"] = "one valid pair: no interval (it needs 2 or more)"
+        out["note"] = "; ".join(["one valid pair: no interval (it needs 2 or more)"] + notes)
         return out
     half = t_quantile(0.5 + level / 2.0, n - 1) * statistics.stdev(logs) / math.sqrt(n)
-    out.update(low=math.exp(mean - half), high=math.exp(mean + half), df=n - 1)
+    out.update(low=math.exp(mean - half), high=math.exp(mean + half), df=n - 1, note="; ".join(notes) or None)
     return out
 
 
@@ -131,13 +132,13 @@ def _fmt(v, target):
 
 
 def against_target(interval, target):
-    """How a verdict reads INTERVAL (ratio_interval's dict) against TARGET (the ratio the
-    candidate must reach): ("PASS", why) when the lower bound is at least the target, ("FAIL",
+    """How a verdict reads INTERVAL (ratio_interval's dict) against TARGET, the ratio the
+    candidate must reach: ("PASS", why) when the lower bound is at least the target, ("FAIL",
     why) when the upper bound is below it, else ("INCONCLUSIVE", why): the interval crosses
-    the target, or there is no interval (fewer than 2 valid pairs). WHY is one short sentence
-    in figures, e.g. "the interval (0.41-0.63) crosses the target 0.5: run more pairs
+    the target, or there is none (fewer than 2 valid pairs). WHY is one short sentence in
+    figures, e.g. "the 95% interval (0.41-0.63) crosses the target 0.5: run more pairs
     (--repeats)"."""
-    low, high, lvl = interval.get("low"), interval.get("high"), interval.get("level", CI_LEVEL)
+    low, high, lvl = interval.get("low"), interval.get("high"), interval.get("level") or CI_LEVEL
     pct = f"{lvl * 100:g}%"
     if not (is_num(low) and is_num(high)):
         n = interval.get("n") or 0
@@ -154,12 +155,10 @@ def against_target(interval, target):
 def noise(values):
     """The spread of a server's repeated figures (e.g. the saturation req/s of its valid
     probes in one scenario): (max - min) / median, a fraction (0.08 = 8%). None with fewer
-    than 2 numbers (one figure shows no spread) or a median that is not > 0. Values that are
-    not numbers are left out."""
+    than two numbers (one figure shows no spread) or a median that is not > 0. Values that
+    are not numbers are left out."""
     vals = [v for v in values if is_num(v)]
     if len(vals) < 2:
         return None
     med = statistics.median(vals)
-    if med <= 0:
-        return None
-    return (max(vals) - min(vals)) / med
+    return (max(vals) - min(vals)) / med if med > 0 else None

@@ -1,5 +1,5 @@
 """sweep: rate sweeps (SPEC.md section 14): the default rates and the sweep's base, every
-step's figures, each server's knee and the knee ratio actor/async (index.json's "sweep"), and
+step's figures, each server's knee and the knee ratio candidate / baseline (index.json's "sweep"), and
 their sections in summary.md and report.html.
 The knee rule lives here and nowhere else; its one threshold is KNEE_P99_MULTIPLE. Works on
 result.json documents already judged by rules.py (summary.normalize); never runs a benchmark.
@@ -7,10 +7,11 @@ result.json documents already judged by rules.py (summary.normalize); never runs
 import math
 import os
 
-from . import verdict
+from . import batch
+from .fmt import LOADGEN_MARK, num, with_unit
+from .render import esc, gnuplot, num_or_nan, safe_label, validity_html, write_dat
 from .rules import is_num
 
-SCENARIOS = ("s1", "s2", "s3", "s4")
 # The default rates: these fractions of the base (the slower server's median saturation).
 DEFAULT_FRACTIONS = tuple(round(0.1 * k, 1) for k in range(1, 13))
 # A step keeps the knee rule while its p99 is below this multiple of the low-load p99 (the
@@ -43,19 +44,21 @@ def default_rates(base):
 
 
 def base_rps(batch_dir, scenario):
-    """The sweep's 100% for SCENARIO of BATCH_DIR: the lower of the two servers' median
-    saturation over their probes (failed probes left out), rounded, at least 1 req/s. A server
-    with no run is left out; raises ValueError when a server that ran has no saturation figure
-    or no server ran."""
-    from . import summary
-    sc = summary.scenario_index(batch_dir, scenario)
+    """The sweep's 100% for SCENARIO of BATCH_DIR: the lowest of its servers' median saturation
+    over their probes (failed probes left out), rounded, at least 1 req/s. A server with no run
+    is left out; raises ValueError when a server that ran has no saturation figure or no server
+    ran."""
+    b = batch.Batch(batch_dir)
+    g = b.group(scenario)
+    if g is None:
+        raise ValueError(f"no scenario {scenario} in {batch_dir}")
     meds = []
-    for who in ("actor", "async"):
-        if not any(sc["probes"][who]):
+    for name in g["servers"]:
+        if not b.probes(name, scenario):
             continue
-        med = (sc.get("saturation_median_rps") or {}).get(who)
+        med = b.median_saturation(name, scenario)
         if not is_num(med) or med <= 0:
-            raise ValueError(f"{sc[who]} has no saturation figure on {scenario} (every probe failed or completed nothing)")
+            raise ValueError(f"{name} has no saturation figure on {scenario} (every probe failed or completed nothing)")
         meds.append(med)
     if not meds:
         raise ValueError(f"no probe of {scenario} in {batch_dir}")
@@ -174,43 +177,54 @@ def knee(steps, saturation_rps=None):
     return out
 
 
-def knee_ratio(actor_knee, async_knee, actor, asyn):
+def knee_ratio(cand_knee, base_knee, candidate, baseline):
     """{knee_ratio, knee_ratio_kind, knee_ratio_min, knee_ratio_max, knee_ratio_reason}: the
-    actor's knee over the async server's. kind is "exact", "at least" (only the actor's knee is
-    a lower bound) or "at most" (only the async one's); the ratio is None when a knee is
+    candidate's knee over the baseline's. kind is "exact", "at least" (only the candidate's
+    knee is a lower bound) or "at most" (only the baseline's); the ratio is None when a knee is
     missing or both are lower bounds. Each true knee lies between its step and the step that
-    broke the rule, so the true ratio lies in [actor knee / async break, actor break / async
-    knee]: min and max (None where a break is missing: unbounded that way)."""
+    broke the rule, so the true ratio lies in [candidate knee / baseline break, candidate break
+    / baseline knee]: min and max (None where a break is missing: unbounded that way)."""
     out = {"knee_ratio": None, "knee_ratio_kind": None, "knee_ratio_min": None, "knee_ratio_max": None,
            "knee_ratio_reason": None}
-    a, b = (actor_knee or {}).get("rate_rps"), (async_knee or {}).get("rate_rps")
+    a, b = (cand_knee or {}).get("rate_rps"), (base_knee or {}).get("rate_rps")
     if not is_num(a) or not is_num(b) or b <= 0:
         missing = [f"{name}: {(k or {}).get('reason') or 'not swept'}" for name, k, v in
-                   ((actor, actor_knee, a), (asyn, async_knee, b)) if not is_num(v)]
+                   ((candidate, cand_knee, a), (baseline, base_knee, b)) if not is_num(v)]
         out["knee_ratio_reason"] = "no knee for " + "; ".join(missing)
         return out
-    la, lb = actor_knee["lower_bound"], async_knee["lower_bound"]
+    la, lb = cand_knee["lower_bound"], base_knee["lower_bound"]
     if la and lb:
         out["knee_ratio_reason"] = "neither server broke the rule within the sweep: both knees are lower bounds"
         return out
     kind = "at least" if la else "at most" if lb else "exact"
-    a_hi, b_hi = actor_knee.get("broke_at_rps"), async_knee.get("broke_at_rps")
+    a_hi, b_hi = cand_knee.get("broke_at_rps"), base_knee.get("broke_at_rps")
     out.update({
         "knee_ratio": round(a / b, 3), "knee_ratio_kind": kind,
         "knee_ratio_min": round(a / b_hi, 3) if is_num(b_hi) and b_hi > 0 else None,
         "knee_ratio_max": round(a_hi / b, 3) if is_num(a_hi) else None,
         "knee_ratio_reason": {"exact": "both knees found within the sweep",
-                              "at least": f"{actor} never broke the rule: its knee is a lower bound",
-                              "at most": f"{asyn} never broke the rule: its knee is a lower bound"}[kind]})
+                              "at least": f"{candidate} never broke the rule: its knee is a lower bound",
+                              "at most": f"{baseline} never broke the rule: its knee is a lower bound"}[kind]})
     return out
 
 
-def section(runs, scenarios):
-    """index.json's "sweep" for the normalized result.json documents RUNS and the scenario
-    entries SCENARIOS (for each server's median saturation and the saturation ratio): None
-    when the batch has no sweep step."""
+def _server_sweep(runs, saturation_rps):
+    """One server's sweep of one scenario: {server, steps, knee, steps_valid, steps_total} and
+    the facts of its steps (base_rps, rates_given)."""
+    steps = sorted((step_doc(r) for r in runs),
+                   key=lambda s: s["offered_rps"] if is_num(s["offered_rps"]) else float("inf"))
+    sw = next((r.get("sweep") for r in runs if r.get("sweep")), {}) or {}
+    return ({"server": runs[0].get("server"), "steps": steps, "knee": knee(steps, saturation_rps),
+             "steps_valid": sum(1 for s in steps if _valid(s)), "steps_total": len(steps)}, sw)
+
+
+def section(b, comparisons=()):
+    """index.json's "sweep" for the batch B (batch.Batch): per comparison of a swept scenario
+    both servers' steps and knees and the knee ratio candidate / baseline, beside the
+    comparison's own ratio (COMPARISONS: the index's, for that figure). None when the batch has
+    no sweep step."""
     by = {}
-    for run in runs:
+    for run in b.runs:
         if run.get("kind") == "sweep":
             by.setdefault((run.get("scenario"), run.get("server")), []).append(run)
     if not by:
@@ -220,40 +234,40 @@ def section(runs, scenarios):
     out = {"knee_p99_multiple": KNEE_P99_MULTIPLE, "low_load_max_fraction": LOW_LOAD_MAX_FRACTION,
            "default_fractions": list(DEFAULT_FRACTIONS),
            "warmup_sec": cfg.get("warmup_sec"), "measure_sec": cfg.get("measure_sec"), "scenarios": []}
-    for sc in SCENARIOS:
-        actor, asyn = verdict.pair_of(sc)
-        if (sc, actor) not in by and (sc, asyn) not in by:
-            continue
-        scen = next((s for s in scenarios if s.get("scenario") == sc), {})
-        meds = scen.get("saturation_median_rps") or {}
-        entry = {"scenario": sc, "actor": actor, "async": asyn, "base_rps": None, "rates_given": None,
-                 "rates_rps": [], "servers": {}, "saturation_ratio": scen.get("saturation_ratio"),
-                 "saturation_median_rps": meds}
-        for who, server in (("actor", actor), ("async", asyn)):
-            rs = by.get((sc, server))
-            if not rs:
-                entry["servers"][who] = None
+    for g in b.groups:
+        sc = g["scenario"]
+        for comp in g["comparisons"]:
+            cand, base = comp["candidate"], comp["baseline"]
+            if (sc, cand) not in by and (sc, base) not in by:
                 continue
-            steps = sorted((step_doc(r) for r in rs),
-                           key=lambda s: s["offered_rps"] if is_num(s["offered_rps"]) else float("inf"))
-            sw = next((r.get("sweep") for r in rs if r.get("sweep")), {}) or {}
-            entry["base_rps"] = entry["base_rps"] or sw.get("base_rps")
-            entry["rates_given"] = sw.get("rates_given") if entry["rates_given"] is None else entry["rates_given"]
-            entry["rates_rps"] = sorted(set(entry["rates_rps"]) | {s["offered_rps"] for s in steps
-                                                                   if is_num(s["offered_rps"])})
-            k = knee(steps, meds.get(who))
-            entry["servers"][who] = {"server": server, "steps": steps, "knee": k,
-                                     "steps_valid": sum(1 for s in steps if _valid(s)), "steps_total": len(steps)}
-        ka = (entry["servers"].get("actor") or {}).get("knee")
-        kb = (entry["servers"].get("async") or {}).get("knee")
-        entry.update(knee_ratio(ka, kb, actor, asyn))
-        out["scenarios"].append(entry)
+            c = next((x for x in comparisons if x["scenario"] == sc and x["candidate"] == cand
+                      and x["baseline"] == base), {})
+            entry = {"scenario": sc, "candidate": cand, "baseline": base, "base_rps": None, "rates_given": None,
+                     "rates_rps": [], "servers": {}, "comparison_ratio": c.get("ratio"),
+                     "comparison_basis": c.get("basis"),
+                     "saturation_median_rps": {"candidate": b.median_saturation(cand, sc),
+                                               "baseline": b.median_saturation(base, sc)}}
+            for role, name in (("candidate", cand), ("baseline", base)):
+                rs = by.get((sc, name))
+                if not rs:
+                    entry["servers"][role] = None
+                    continue
+                doc, sw = _server_sweep(rs, entry["saturation_median_rps"][role])
+                entry["servers"][role] = doc
+                entry["base_rps"] = entry["base_rps"] or sw.get("base_rps")
+                if entry["rates_given"] is None:
+                    entry["rates_given"] = sw.get("rates_given")
+                entry["rates_rps"] = sorted(set(entry["rates_rps"]) | {s["offered_rps"] for s in doc["steps"]
+                                                                       if is_num(s["offered_rps"])})
+            entry.update(knee_ratio((entry["servers"].get("candidate") or {}).get("knee"),
+                                    (entry["servers"].get("baseline") or {}).get("knee"), cand, base))
+            out["scenarios"].append(entry)
     return out
 
 
 # ---- summary.md -------------------------------------------------------------------------
 
-def _knee_text(k, n):
+def _knee_text(k, n=num):
     if not k or not is_num(k.get("rate_rps")):
         return "none"
     text = ("at least " if k["lower_bound"] else "") + f"{n(k['rate_rps'])} req/s"
@@ -262,7 +276,7 @@ def _knee_text(k, n):
     return text
 
 
-def _ratio_text(s, n):
+def _ratio_text(s, n=num):
     if not is_num(s.get("knee_ratio")):
         return "n/a"
     lo, hi = s.get("knee_ratio_min"), s.get("knee_ratio_max")
@@ -273,7 +287,7 @@ def _ratio_text(s, n):
 def markdown_lines(index):
     """The lines of summary.md's "Latency under load" section, starting with a blank line
     (none when the batch has no sweep)."""
-    from .summary import LOADGEN_MARK, n, u
+    n, u = num, with_unit
     sw = index.get("sweep")
     if not sw:
         return []
@@ -285,32 +299,34 @@ def markdown_lines(index):
     if index.get("smoke"):
         w("**Smoke run: its sweep checks the pipeline, too short to mean anything.**")
         w("")
-    w(f"Both servers of a scenario at the same constant rates (by default 10%, 20%, ... 120% of the slower server's "
+    w(f"The servers of a scenario at the same constant rates (by default 10%, 20%, ... 120% of the slowest server's "
       f"median saturation, the base), each step a fresh server, {sw.get('warmup_sec')} s warm-up + "
       f"{sw.get('measure_sec')} s measured. The knee (SPEC.md section 14) is the highest offered rate at which the "
       f"step was valid (rate held, no errors, not crowded, the load generator on schedule) and its p99 stayed below "
       f"{sw['knee_p99_multiple']:g} x the p99 of the lowest valid step, with no step below it breaking that rule. "
-      "The knee ratio actor/async is a second architectural comparison beside the saturation ratio: capacity at a "
+      "The knee ratio candidate / baseline is a second comparison beside the comparison's own ratio: capacity at a "
       "latency still close to the unloaded one, rather than closed-loop throughput. Each true knee lies between its "
-      "step and the step that broke the rule, so the ratio's range is [actor knee / async break, actor break / async "
+      "step and the step that broke the rule, so the ratio's range is [candidate knee / baseline break, candidate break / baseline "
       "knee]; skipped steps (the load generator's or the host's limits) widen it.")
     w("")
-    w("| scenario | base (100%) | knee actor | knee async | knee ratio actor/async | saturation ratio (median of probe pairs) | why |")
-    w("| --- | ---: | ---: | ---: | ---: | ---: | --- |")
+    w("| scenario | candidate / baseline | base (100%) | knee candidate | knee baseline | knee ratio | "
+      "comparison ratio (the verdict's figure) | why |")
+    w("| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |")
     for s in sw["scenarios"]:
-        ka = (s["servers"].get("actor") or {}).get("knee")
-        kb = (s["servers"].get("async") or {}).get("knee")
-        why = "; ".join(f"{s[who]}: {k['reason']}" for who, k in (("actor", ka), ("async", kb)) if k)
-        w(f"| {s['scenario']} | {u(s.get('base_rps'), 0, 'req/s')} | {_knee_text(ka, n)} | {_knee_text(kb, n)} | "
-          f"{_ratio_text(s, n)} | {n(s.get('saturation_ratio'), 3)} | {why or s.get('knee_ratio_reason')} |")
+        ka = (s["servers"].get("candidate") or {}).get("knee")
+        kb = (s["servers"].get("baseline") or {}).get("knee")
+        why = "; ".join(f"{s[who]}: {k['reason']}" for who, k in (("candidate", ka), ("baseline", kb)) if k)
+        w(f"| {s['scenario']} | {s['candidate']} / {s['baseline']} | {u(s.get('base_rps'), 0, 'req/s')} | "
+          f"{_knee_text(ka, n)} | {_knee_text(kb, n)} | {_ratio_text(s, n)} | {n(s.get('comparison_ratio'), 3)} | "
+          f"{why or s.get('knee_ratio_reason')} |")
     for s in sw["scenarios"]:
         w("")
-        w(f"### {s['scenario']}: {s['actor']} vs {s['async']}, every step")
+        w(f"### {s['scenario']}: {s['candidate']} vs {s['baseline']}, every step")
         w("")
         w("| server | step | offered req/s | achieved req/s | p50 | p90 | p99 | p99.9 | max | server CPU | req/CPU-s | "
           "handler p99 | loadgen CPU | send lag p99 | waited for a connection | errors | knee rule | validity |")
         w("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |")
-        for who in ("actor", "async"):
+        for who in ("candidate", "baseline"):
             srv = s["servers"].get(who)
             for st in (srv or {}).get("steps") or []:
                 mark = LOADGEN_MARK if st.get("latency_by_loadgen") else ""
@@ -337,17 +353,25 @@ def markdown_lines(index):
 
 # ---- report.html ------------------------------------------------------------------------
 
+def plot_name(entries, i):
+    """The plot key of sweep entry I of ENTRIES: its scenario ('s2'), then '-N' for the Nth
+    later comparison of the same scenario ('s2-2')."""
+    sc = entries[i]["scenario"]
+    nth = sum(1 for e in entries[:i] if e["scenario"] == sc)
+    return safe_label(sc) + (f"-{nth + 1}" if nth else "")
+
+
 def report_plots(index, work, svgs):
     """{name: inline SVG}: per swept scenario "sweep-latency-<sc>" (p50, p99, p99.9 against the
     offered load, both servers, knees marked, loadgen-limited or crowded steps hollow) and
     "sweep-cpu-<sc>" (server and loadgen CPU against the offered load)."""
-    from .report import gnuplot, num_or_nan, safe_label, write_dat
     sw = index.get("sweep")
     plots = {}
-    for s in (sw or {}).get("scenarios") or []:
-        scn = safe_label(s["scenario"])
+    entries = (sw or {}).get("scenarios") or []
+    for i, s in enumerate(entries):
+        scn = plot_name(entries, i)
         files, knees, lats, xs = {}, {}, [], []
-        for who in ("actor", "async"):
+        for who in ("candidate", "baseline"):
             srv = s["servers"].get(who) or {}
             rows = []
             for st in srv.get("steps") or []:
@@ -367,9 +391,9 @@ def report_plots(index, work, svgs):
         if not lats or not xs:
             continue
         ymin = 10 ** math.floor(math.log10(min(lats)))
-        common = {"actorfile": files["actor"], "asyncfile": files["async"], "actorname": safe_label(s["actor"]),
-                  "asyncname": safe_label(s["async"]), "actorknee": knees["actor"], "asyncknee": knees["async"],
-                  "xmax": float(max(xs) * 1.05)}
+        common = {"candfile": files["candidate"], "basefile": files["baseline"],
+                  "candname": safe_label(s["candidate"]), "basename": safe_label(s["baseline"]),
+                  "candknee": knees["candidate"], "baseknee": knees["baseline"], "xmax": float(max(xs) * 1.05)}
         plots[f"sweep-latency-{scn}"] = svgs.inline(gnuplot("sweep_latency.gp", dict(
             common, plottitle=safe_label(f"{s['scenario']}: latency against offered load"), ymin=float(ymin)), work),
             f"sweep-latency-{scn}")
@@ -385,7 +409,6 @@ def report_plots(index, work, svgs):
 def report_html(index, page, plots):
     """The "Latency under load" section of report.html (empty when the batch has no sweep).
     Every figure goes through page.fig (tagged with its index.json path)."""
-    from .report import esc, validity_html
     sw = index.get("sweep")
     if not sw:
         return ""
@@ -393,20 +416,20 @@ def report_html(index, page, plots):
     out = []
     w = out.append
     w('<h2 id="sweep">Latency under load: rate sweeps</h2>')
-    w(f'<p class="note">Both servers of a scenario at the same constant rates (by default 10%, 20%, ... 120% of the '
-      f'slower server\'s median saturation, the base), each step a fresh server for {f("sweep/warmup_sec")} s of '
+    w(f'<p class="note">The servers of a scenario at the same constant rates (by default 10%, 20%, ... 120% of the '
+      f'slowest server\'s median saturation, the base), each step a fresh server for {f("sweep/warmup_sec")} s of '
       f'warm-up and {f("sweep/measure_sec")} s measured. Left: corrected latency p50 (dotted), p99 (solid), p99.9 '
       f'(dashed), log scale; each server\'s knee is a dashed vertical line. Right: server CPU (solid) and the load '
       f'generator\'s CPU (dotted; the grey line is where a step counts as loadgen-bound), percent of one CPU. Hollow markers: steps whose figures are not the server\'s '
       f'(limited by the load generator, or other load on the server CPUs). The knee is the highest offered rate at '
       f'which the step was valid and its p99 stayed below {f("sweep/knee_p99_multiple", 0)} x the p99 of the lowest '
       f'valid step, no step below it breaking that rule (SPEC.md section 14).</p>')
-    w("<table><tr><th>scenario</th><th>base (100%)</th><th>knee actor</th><th>knee async</th>"
-      "<th>knee ratio actor/async</th><th>saturation ratio (median of probe pairs)</th><th>why</th></tr>")
+    w("<table><tr><th>scenario</th><th>candidate / baseline</th><th>base (100%)</th><th>knee candidate</th>"
+      "<th>knee baseline</th><th>knee ratio</th><th>comparison ratio (the verdict's figure)</th><th>why</th></tr>")
     for i, s in enumerate(sw["scenarios"]):
         k = f"sweep/scenarios/{i}"
         cells = []
-        for who in ("actor", "async"):
+        for who in ("candidate", "baseline"):
             kn = (s["servers"].get(who) or {}).get("knee") or {}
             if not is_num(kn.get("rate_rps")):
                 cells.append('<span class="na">none</span>')
@@ -421,11 +444,12 @@ def report_html(index, page, plots):
             lo = f(f"{k}/knee_ratio_min", 3) if is_num(s.get("knee_ratio_min")) else "0"
             hi = f(f"{k}/knee_ratio_max", 3) if is_num(s.get("knee_ratio_max")) else "unbounded"
             ratio += f" (range {lo}&ndash;{hi})"
-        why = "<br>".join(esc(f"{s[who]}: {kn['reason']}") for who in ("actor", "async")
+        why = "<br>".join(esc(f"{s[who]}: {kn['reason']}") for who in ("candidate", "baseline")
                           for kn in [(s["servers"].get(who) or {}).get("knee")] if kn)
-        w(f'<tr><td>{esc(s["scenario"])}</td><td class="n">{f(k + "/base_rps", 0, "req/s")}</td>'
+        w(f'<tr><td>{esc(s["scenario"])}</td><td>{esc(s["candidate"])} / {esc(s["baseline"])}</td>'
+          f'<td class="n">{f(k + "/base_rps", 0, "req/s")}</td>'
           f'<td class="n">{cells[0]}</td><td class="n">{cells[1]}</td><td class="n">{ratio}</td>'
-          f'<td class="n">{f(k + "/saturation_ratio", 3)}</td><td>{why or esc(s.get("knee_ratio_reason"))}</td></tr>')
+          f'<td class="n">{f(k + "/comparison_ratio", 3)}</td><td>{why or esc(s.get("knee_ratio_reason"))}</td></tr>')
     w("</table>")
     metrics = (("offered_rps", 0, "req/s"), ("achieved_rps", 0, "req/s"), ("latency_p50_ms", 3, "ms"),
                ("latency_p90_ms", 3, "ms"), ("latency_p99_ms", 3, "ms"), ("latency_p99_9_ms", 3, "ms"),
@@ -433,13 +457,13 @@ def report_html(index, page, plots):
                ("handler_p99_us", 0, "us"), ("loadgen_cpu_pct", 1, "%"), ("send_lag_p99_ms", 3, "ms"),
                ("requests_waited_for_connection", 0, ""), ("errors_total", 0, ""))
     for i, s in enumerate(sw["scenarios"]):
-        scn = s["scenario"]
-        w(f'<h3>{esc(scn)}: {esc(s["actor"])} vs {esc(s["async"])}</h3>')
+        scn = plot_name(sw["scenarios"], i)
+        w(f'<h3>{esc(s["scenario"])}: {esc(s["candidate"])} vs {esc(s["baseline"])}</h3>')
         w(f'<div class="grid">{plots.get(f"sweep-latency-{scn}", "")}{plots.get(f"sweep-cpu-{scn}", "")}</div>')
         w("<table><tr><th>server</th><th>step</th><th>offered</th><th>achieved</th><th>p50</th><th>p90</th><th>p99</th>"
           "<th>p99.9</th><th>max</th><th>server CPU</th><th>req/CPU-s</th><th>handler p99</th><th>loadgen CPU</th>"
           "<th>send lag p99</th><th>waited for a connection</th><th>errors</th><th>knee rule</th><th>validity</th></tr>")
-        for who in ("actor", "async"):
+        for who in ("candidate", "baseline"):
             srv = s["servers"].get(who)
             for j, st in enumerate((srv or {}).get("steps") or []):
                 key = f"sweep/scenarios/{i}/servers/{who}/steps/{j}"

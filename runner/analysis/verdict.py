@@ -1,222 +1,299 @@
-"""verdict: how one scenario is decided from its runs, and the overall verdict (SPEC.md
-section 9). A figure counts only when every run it is made of is valid; a scenario with no
-valid figure is INCONCLUSIVE, with the reason and the remedy in words.
-
-Inputs are result.json documents: per server its probes in repeat order (the saturation
-run's own probe is repeat 1, probe-only runs are repeats 2..R) and its equal-load run.
+"""verdict: how one comparison (a candidate server against a baseline on one scenario) is
+decided from its runs, and the overall verdict of a batch (SPEC.md section 9).
+A pair is one run of each server in the same round; it counts only when both runs are valid
+(rules.py). The ratio is candidate / baseline with a confidence interval (stats.py): PASS when
+the whole interval is at or above the target, FAIL when it is below, INCONCLUSIVE otherwise.
+Reasons are grouped and counted, never repeated per run. Works on result.json documents.
 """
 import statistics
 
-from . import rules
+from . import fmt, rules, stats
 from .rules import is_num
 
 BASIS_NAME = {"saturation_rps": "saturation req/s", "req_per_cpu_sec": "req/CPU-s at equal load"}
-
-
-def pair_of(scenario):
-    """(actor server, async server) compared on SCENARIO."""
-    return ("actor-sqlite", "async-sqlite") if scenario == "s4" else ("actor-mem", "async-mem")
+# The fewest valid pairs that give an interval (one pair has no spread to judge).
+MIN_PAIRS = 2
+HEADLINE_MAX = 200
 
 
 def _r3(v):
-    return None if v is None else round(v, 3)
+    return None if not is_num(v) else round(v, 3)
 
 
 def median(values):
-    return statistics.median(values) if values else None
+    vals = [v for v in values if is_num(v)]
+    return statistics.median(vals) if vals else None
 
 
-def probe_rps(run):
-    return (run or {}).get("saturation_rps") if not (run or {}).get("failure") else None
-
-
-def saturation_figure(actor_probes, async_probes):
-    """The saturation comparison from interleaved probes: pairs by repeat, a pair used only
-    when both probes are valid. Returns a dict: pairs_total, pairs_used, pair_ratios (used
-    pairs, repeat order), ratio (their median), ratio_min, ratio_max, actor_value and
-    async_value (medians of the used probes), excluded [{repeat, reasons}], usable (more
-    than half of the pairs used)."""
-    n = max(len(actor_probes), len(async_probes))
-    used, excluded, a_vals, b_vals = [], [], [], []
-    for i in range(n):
-        a = actor_probes[i] if i < len(actor_probes) else None
-        b = async_probes[i] if i < len(async_probes) else None
+def _pairs(cand_runs, base_runs, problems_of, value_of, zero_ok):
+    """The pairs of two {round: run} maps: (used [(round, ratio, a, b)], excluded [{round,
+    reasons}]). A pair is used when neither run has a problem and both figures are numbers
+    (the baseline's > 0; the candidate's >= 0 when ZERO_OK)."""
+    used, excluded = [], []
+    for rnd in sorted(set(cand_runs) | set(base_runs)):
+        a, b = cand_runs.get(rnd), base_runs.get(rnd)
         why = []
-        for who, run in (("actor", a), ("async", b)):
-            for flag, reason in rules.probe_problems(run):
-                why.append({"server": (run or {}).get("server", who), "flag": flag, "reason": reason})
-        ra, rb = probe_rps(a), probe_rps(b)
-        if not why:  # the ratio needs an actor figure >= 0 over an async figure > 0
-            for who, run, rps, zero_ok in (("actor", a, ra, True), ("async", b, rb, False)):
-                if not (is_num(rps) and (rps > 0 or (zero_ok and rps == 0))):
-                    why.append({"server": (run or {}).get("server", who), "flag": "no figure",
-                                "reason": "no saturation figure (saturation_rps %s)" % ("null" if rps is None else rps)})
+        for run in (a, b):
+            for flag, reason in problems_of(run):
+                why.append({"server": (run or {}).get("server"), "flag": flag, "reason": reason})
+        va, vb = value_of(a), value_of(b)
+        if not why:
+            for run, v, zok in ((a, va, zero_ok), (b, vb, False)):
+                if not (is_num(v) and (v > 0 or (zok and v == 0))):
+                    why.append({"server": (run or {}).get("server"), "flag": "no figure",
+                                "reason": f"no figure ({'null' if v is None else v})"})
         if why:
-            excluded.append({"repeat": i + 1, "reasons": why})
+            excluded.append({"round": rnd, "reasons": why})
+        else:
+            used.append((rnd, va / vb, va, vb))
+    return used, excluded
+
+
+def _figure(used, excluded, level):
+    ratios = [r for _, r, _, _ in used]
+    ci = stats.ratio_interval(ratios, level)
+    return {"pairs_total": len(used) + len(excluded), "pairs_used": len(used),
+            "pair_rounds": [rnd for rnd, _, _, _ in used], "pair_ratios": [_r3(r) for r in ratios],
+            "ratio_exact": ci["center"], "ci_low_exact": ci["low"], "ci_high_exact": ci["high"],
+            "ratio": _r3(ci["center"]), "ci_low": _r3(ci["low"]), "ci_high": _r3(ci["high"]),
+            "ratio_min": _r3(min(ratios)) if ratios else None, "ratio_max": _r3(max(ratios)) if ratios else None,
+            "candidate_value": median([a for _, _, a, _ in used]), "baseline_value": median([b for _, _, _, b in used]),
+            "excluded": excluded, "usable": len(used) >= MIN_PAIRS}
+
+
+def _probe_rps(run):
+    return (run or {}).get("saturation_rps") if run and not run.get("failure") else None
+
+
+def saturation_figure(cand_probes, base_probes, level=stats.CI_LEVEL):
+    """The saturation comparison from the two servers' probes by round ({round: run})."""
+    used, excluded = _pairs(cand_probes, base_probes, rules.probe_problems, _probe_rps, True)
+    return _figure(used, excluded, level)
+
+
+def equal_figure(cand_equal, base_equal, level=stats.CI_LEVEL):
+    """The req/CPU-s comparison from the equal-load runs by round ({round: run})."""
+    used, excluded = _pairs(cand_equal, base_equal, rules.sustain_problems,
+                            lambda r: (r or {}).get("req_per_cpu_sec"), True)
+    return _figure(used, excluded, level)
+
+
+# ---- grouped reasons ------------------------------------------------------------------------
+
+def _phase_of(run, flag):
+    """The figures of the phase a flag was raised in: the probe's for a probe run, else the run."""
+    return (run.get("probe") or {}) if run.get("kind") in ("saturation", "probe") and run.get("probe") else run
+
+
+def _details(flag, runs):
+    """Figures that say how far the runs with FLAG were from fine, as a short parenthesis."""
+    ph = [_phase_of(r, flag) for r in runs]
+    if flag == "loadgen-bound":
+        return (f"loadgen {fmt.span([p.get('loadgen_cpu_pct') for p in ph], 0, '%')} CPU, server "
+                f"{fmt.span([p.get('server_cpu_pct') for p in ph], 0, '%')}")
+    if flag == "not saturated":
+        return f"server CPU {fmt.span([p.get('server_cpu_pct') for p in ph], 0, '%')}"
+    if flag == "other load":
+        return f"others {fmt.span([p.get('server_cpus_other_pct') for p in ph], 0, '%')} of the server CPUs"
+    if flag == "errors":
+        return f"{fmt.num(sum(p.get('errors_total') or 0 for p in ph))} errors"
+    if flag == "rate not held":
+        return "achieved " + fmt.span([100 * r["sustained_rps"] / r["target_rps"] for r in runs
+                                       if is_num(r.get("sustained_rps")) and is_num(r.get("target_rps"))
+                                       and r["target_rps"] > 0], 0, "%") + " of the target"
+    return ""
+
+
+def group_reasons(runs, what="probes", phase=None):
+    """['5 of 6 probes loadgen-bound (loadgen 97-100% CPU, server 71-81%)', ...]: each flag of
+    RUNS once, with how many runs had it and the span of the figures behind it. PHASE limits the
+    problems read ('probe' or 'sustain'); failed runs count under 'failed'."""
+    total = len(runs)
+    by_flag = {}
+    for r in runs:
+        if r is None:
             continue
-        used.append(ra / rb)
-        a_vals.append(ra)
-        b_vals.append(rb)
-    return {
-        "pairs_total": n, "pairs_used": len(used), "pair_ratios": [_r3(r) for r in used],
-        "ratio_exact": median(used), "ratio": _r3(median(used)),
-        "ratio_min": _r3(min(used)) if used else None, "ratio_max": _r3(max(used)) if used else None,
-        "actor_value": median(a_vals), "async_value": median(b_vals),
-        "excluded": excluded, "usable": n > 0 and len(used) * 2 > n,
-    }
-
-
-def equal_figure(eq_actor, eq_async):
-    """The req/CPU-s comparison at equal load: usable when both runs are valid."""
-    why = []
-    for who, run in (("actor", eq_actor), ("async", eq_async)):
-        for flag, reason in rules.sustain_problems(run):
-            why.append({"server": (run or {}).get("server", who), "flag": flag, "reason": reason})
-    a = (eq_actor or {}).get("req_per_cpu_sec")
-    b = (eq_async or {}).get("req_per_cpu_sec")
-    ok = not why and is_num(a) and is_num(b) and b > 0
-    return {"usable": ok, "reasons": why, "actor_value": a if ok else None,
-            "async_value": b if ok else None, "ratio_exact": a / b if ok else None,
-            "ratio": _r3(a / b) if ok else None}
-
-
-def _words(reasons):
-    return "; ".join(f"{r['server']}: {r['reason']}" if r.get("server") else r["reason"] for r in reasons)
-
-
-def _short(reasons):
-    """'actor-mem not saturated, other load; async-mem errors': the flags per server, once each."""
-    by = {}
-    for r in reasons:
-        flags = by.setdefault(r.get("server") or "a run", [])
-        if r["flag"] not in flags:
-            flags.append(r["flag"])
-    return "; ".join(f"{srv} {', '.join(fl)}" for srv, fl in by.items())
-
-
-def _remedies(reasons):
+        flags = []
+        for p in r.get("problems") or []:
+            if p.get("flag") == "failed" or phase is None or p.get("phase") == phase:
+                if p["flag"] not in flags:
+                    flags.append(p["flag"])
+        for fl in flags:
+            by_flag.setdefault(fl, []).append(r)
     out = []
-    for r in reasons:
-        rem = rules.REMEDY.get(r["flag"])
-        if rem and rem not in out:
-            out.append(rem)
+    for fl, rs in by_flag.items():
+        det = _details(fl, rs)
+        out.append(f"{len(rs)} of {total} {what} {fl}" + (f" ({det})" if det else ""))
+    missing = sum(1 for r in runs if r is None)
+    if missing:
+        out.append(f"{missing} of {total} {what} missing")
     return out
 
 
-def decide(scenario, actor_probes, async_probes, eq_actor, eq_async, target, compared=True):
-    """The decision of one scenario: a dict with basis, basis_source, basis_reason, the two
-    values, ratio (and its range on saturation), verdict (PASS, FAIL, INCONCLUSIVE, ERROR, N/A),
-    fragile, reasons and remedies. COMPARED is false when one server was not run."""
-    out = {"basis": None, "basis_source": None, "basis_reason": None, "actor_value": None,
-           "async_value": None, "ratio": None, "ratio_min": None, "ratio_max": None,
-           "pair_ratios": [], "pairs_used": 0, "pairs_total": 0, "excluded_pairs": [],
-           "verdict": "N/A", "fragile": False, "reasons": [], "short_reason": None, "remedies": [],
+def _remedies(runs):
+    out = []
+    for r in runs:
+        for p in [{"flag": "no result"}] if r is None else r.get("problems") or []:
+            rem = rules.REMEDY.get(p.get("flag"))
+            if rem and rem not in out:
+                out.append(rem)
+    return out
+
+
+# ---- one comparison -------------------------------------------------------------------------
+
+def decide(scenario, candidate, baseline, cand_probes, base_probes, cand_equal, base_equal, target,
+           level=stats.CI_LEVEL):
+    """The decision of one comparison: a dict with basis (saturation_rps, req_per_cpu_sec or
+    None), basis_source, basis_reason, candidate_value, baseline_value, ratio (the interval's
+    centre), ci_low, ci_high, ci_level, ci_method, pair_ratios, pair_rounds, ratio_min,
+    ratio_max, pairs_used, pairs_total, excluded_pairs, verdict (PASS, FAIL, INCONCLUSIVE,
+    ERROR), reasons (grouped), remedies, errors. The *_probes and *_equal are {round: run}."""
+    out = {"scenario": scenario, "candidate": candidate, "baseline": baseline, "basis": None,
+           "basis_source": None, "basis_reason": None, "candidate_value": None, "baseline_value": None,
+           "ratio": None, "ci_low": None, "ci_high": None, "ci_level": level, "ci_method": stats.METHOD,
+           "pair_ratios": [], "pair_rounds": [], "ratio_min": None, "ratio_max": None, "pairs_used": 0,
+           "pairs_total": 0, "excluded_pairs": [], "verdict": "INCONCLUSIVE", "reasons": [], "remedies": [],
            "errors": []}
-    if not compared:
-        return out
-    sat = saturation_figure(actor_probes, async_probes)
-    eq = equal_figure(eq_actor, eq_async)
-    out.update({"pairs_total": sat["pairs_total"], "pairs_used": sat["pairs_used"],
-                "excluded_pairs": sat["excluded"]})
-    # a failed or missing probe run makes the scenario ERROR: the batch is incomplete
-    failed = [r for ex in sat["excluded"] for r in ex["reasons"] if r["flag"] in ("failed", "no result")]
-    if failed:
+    sat = saturation_figure(cand_probes, base_probes, level)
+    eq = equal_figure(cand_equal, base_equal, level)
+    probes = [cand_probes.get(r) for r in sorted(cand_probes)] + [base_probes.get(r) for r in sorted(base_probes)]
+    failed = [r for r in probes if r is not None and r.get("failure")]
+    if failed or not cand_probes or not base_probes:
         out["verdict"] = "ERROR"
-        out["errors"] = [f"{r['server'] or 'a run'}: {r['reason']}" for r in failed]
+        out["errors"] = [f"{r.get('run')}: {r['failure']}" for r in failed]
+        out["errors"] += [f"{name} has no probe of {scenario}" for name, runs in
+                          ((candidate, cand_probes), (baseline, base_probes)) if not runs]
         return out
+    probe_reasons = group_reasons(probes, "probes", "probe")
     if sat["usable"]:
-        out.update({"basis": "saturation_rps", "basis_source": "probes", "actor_value": sat["actor_value"],
-                    "async_value": sat["async_value"], "ratio": sat["ratio"], "ratio_min": sat["ratio_min"],
-                    "ratio_max": sat["ratio_max"], "pair_ratios": sat["pair_ratios"]})
-        exact = sat["ratio_exact"]
+        fig, basis, source = sat, "saturation_rps", "probe pairs"
         if sat["excluded"]:
             out["basis_reason"] = (f"{len(sat['excluded'])} of {sat['pairs_total']} probe pairs left out: "
-                                   + _words([r for ex in sat["excluded"] for r in ex["reasons"]]))
+                                   + "; ".join(probe_reasons))
     elif eq["usable"]:
-        reasons = [r for ex in sat["excluded"] for r in ex["reasons"]]
-        out.update({"basis": "req_per_cpu_sec", "basis_source": "equal-load runs",
-                    "actor_value": eq["actor_value"], "async_value": eq["async_value"], "ratio": eq["ratio"],
-                    "basis_reason": (f"only {sat['pairs_used']} of {sat['pairs_total']} probe pairs were valid: "
-                                     + _words(reasons)),
-                    "short_reason": f"{sat['pairs_used']} of {sat['pairs_total']} probe pairs valid: {_short(reasons)}"})
-        exact = eq["ratio_exact"]
+        fig, basis, source = eq, "req_per_cpu_sec", "equal-load pairs"
+        out["basis_reason"] = (f"{sat['pairs_used']} of {sat['pairs_total']} probe pairs valid, fewer than "
+                               f"{MIN_PAIRS}: " + "; ".join(probe_reasons))
     else:
-        reasons = [r for ex in sat["excluded"] for r in ex["reasons"]]
-        out["verdict"] = "INCONCLUSIVE"
-        out["reasons"] = ([f"saturation: only {sat['pairs_used']} of {sat['pairs_total']} probe pairs valid ("
-                           + _words(reasons) + ")"]
-                          + ["equal load: " + (_words(eq["reasons"]) or "no req/CPU-s figure")])
-        out["remedies"] = _remedies(reasons + eq["reasons"])
-        out["short_reason"] = (f"probes: {_short(reasons) or 'none valid'}; equal load: "
-                               f"{_short(eq['reasons']) or 'no figure'}")
+        eq_runs = [cand_equal.get(r) for r in sorted(cand_equal)] + [base_equal.get(r) for r in sorted(base_equal)]
+        out["pairs_used"], out["pairs_total"] = sat["pairs_used"], sat["pairs_total"]
+        out["excluded_pairs"] = sat["excluded"]
+        out["pair_ratios"], out["pair_rounds"] = sat["pair_ratios"], sat["pair_rounds"]
+        out["reasons"] = ([f"{sat['pairs_used']} of {sat['pairs_total']} probe pairs valid (an interval needs "
+                           f"{MIN_PAIRS})"] + probe_reasons)
+        if eq_runs:
+            out["reasons"] += ([f"{eq['pairs_used']} of {eq['pairs_total']} equal-load pairs valid"]
+                               + group_reasons(eq_runs, "equal-load runs", "sustain"))
+        out["remedies"] = _remedies(probes + eq_runs) or ["run more pairs (--repeats, MIN_VALID_PAIRS)"]
         return out
-    out["verdict"] = "PASS" if exact >= target else "FAIL"
-    lo, hi = out["ratio_min"], out["ratio_max"]
-    out["fragile"] = bool(is_num(lo) and is_num(hi) and lo < target <= hi)
+    out.update({"basis": basis, "basis_source": source, "candidate_value": fig["candidate_value"],
+                "baseline_value": fig["baseline_value"], "ratio": fig["ratio"], "ci_low": fig["ci_low"],
+                "ci_high": fig["ci_high"], "pair_ratios": fig["pair_ratios"], "pair_rounds": fig["pair_rounds"],
+                "ratio_min": fig["ratio_min"], "ratio_max": fig["ratio_max"], "pairs_used": fig["pairs_used"],
+                "pairs_total": fig["pairs_total"], "excluded_pairs": fig["excluded"]})
+    lo, hi = fig["ci_low_exact"], fig["ci_high_exact"]
+    if lo >= target:
+        out["verdict"] = "PASS"
+    elif hi < target:
+        out["verdict"] = "FAIL"
+    else:
+        out["verdict"] = "INCONCLUSIVE"
+        out["reasons"] = [f"the interval ({fmt.num(lo, 2)}-{fmt.num(hi, 2)}) crosses the target {target:g}"]
+        out["remedies"] = ["run more pairs (--repeats, MIN_VALID_PAIRS): the interval narrows with the square "
+                           "root of their number"]
     return out
 
 
-def overall(scenarios, target, required=("s1", "s2"), smoke=False):
-    """The overall verdict of a batch from its scenario decisions (dicts with scenario,
-    verdict, basis, ratio, ratio_min, ratio_max, fragile, basis_reason, reasons, remedies):
-    {overall, fragile, headline, reason, smoke}."""
-    req = [s for s in scenarios if s["scenario"] in required]
-    compared = [s for s in req if s["verdict"] != "N/A"]
-    if len(compared) < len(required):
-        word = "N/A"
-        reason = "s1 and s2 were not both compared (need both servers on each)"
-    elif any(s["verdict"] == "FAIL" for s in req):
+# ---- the batch ------------------------------------------------------------------------------
+
+def ratio_words(c, decimals=2):
+    """'0.98 (95% CI 0.93-1.03)' for a decided comparison C, or the ratio alone."""
+    if not is_num(c.get("ratio")):
+        return "n/a"
+    text = fmt.num(c["ratio"], decimals)
+    if is_num(c.get("ci_low")) and is_num(c.get("ci_high")):
+        text += (f" ({fmt.num(100 * (c.get('ci_level') or stats.CI_LEVEL), 0)}% CI "
+                 f"{fmt.num(c['ci_low'], decimals)}-{fmt.num(c['ci_high'], decimals)})")
+    return text
+
+
+def _by_pair(comps):
+    out = {}
+    for c in comps:
+        out.setdefault((c["candidate"], c["baseline"]), []).append(c)
+    return out
+
+
+def _headline_variants(word, comps, target):
+    """Candidate headlines, longest first."""
+    pairs = _by_pair(comps)
+    out = []
+    for detail in (3, 2, 1, 0):
+        parts = []
+        for (cand, base), cs in pairs.items():
+            items = []
+            for c in cs:
+                v = c["verdict"]
+                if v in ("PASS", "FAIL") or (v == "INCONCLUSIVE" and is_num(c.get("ci_low"))):
+                    basis = "" if c.get("basis") != "req_per_cpu_sec" else " (req/CPU-s at equal load)"
+                    txt = f"{ratio_words(c) if detail else fmt.num(c.get('ratio'), 2)} on {c['scenario']}{basis}"
+                    if v == "INCONCLUSIVE":
+                        txt += f" crosses {target:g}"
+                elif v == "INCONCLUSIVE":
+                    txt = f"too few valid pairs on {c['scenario']}"
+                    if detail >= 2 and c.get("reasons"):
+                        why = c["reasons"][1] if len(c["reasons"]) > 1 else c["reasons"][0]
+                        txt += f" ({why if detail == 3 else why.split(' (')[0]})"
+                else:
+                    txt = f"{v} on {c['scenario']}"
+                items.append(txt)
+            parts.append(f"{cand}/{base} " + ", ".join(items))
+        text = f"{word}: " + "; ".join(parts) + f"; target {target:g}"
+        if word == "INCONCLUSIVE" and detail:
+            text += ": run more pairs (--repeats)"
+        out.append(text)
+    out.append(f"{word}: {len(pairs)} pair(s) on {', '.join(sorted({c['scenario'] for c in comps}))}; "
+               f"target {target:g} (see summary.md)")
+    return out
+
+
+def overall(comparisons, target, smoke=False, required=()):
+    """The overall verdict of a batch from its comparisons (dicts from decide() with a
+    'decides' key): {overall, headline (at most HEADLINE_MAX characters), reason, smoke,
+    decided_by}. FAIL when a deciding comparison fails; else INCOMPLETE when one is ERROR;
+    else INCONCLUSIVE when one is; PASS when all pass; N/A when none decides, or when a
+    scenario of REQUIRED (the default batch's s1 and s2) has no deciding comparison."""
+    dec = [c for c in comparisons if c.get("decides")]
+    missing = [s for s in required if not any(c["scenario"] == s for c in dec)]
+    if missing:
+        dec = []
+        word, reason = "N/A", (f"{' and '.join(required)} decide the default batch and "
+                               f"{', '.join(missing)} was not compared (both servers of its pair must run)")
+    elif not dec:
+        word, reason = "N/A", "no comparison decides the verdict (a server of each deciding pair was not run)"
+    elif any(c["verdict"] == "FAIL" for c in dec):
         word = "FAIL"
-        reason = "; ".join(f"{s['scenario']} ratio {s['ratio']:.3f} < {target:g} on {BASIS_NAME[s['basis']]}"
-                           for s in req if s["verdict"] == "FAIL")
-    elif any(s["verdict"] == "ERROR" for s in req):
+    elif any(c["verdict"] == "ERROR" for c in dec):
         word = "INCOMPLETE"
-        reason = "; ".join(f"{s['scenario']}: " + "; ".join(s["errors"]) for s in req if s["verdict"] == "ERROR")
-    elif any(s["verdict"] == "INCONCLUSIVE" for s in req):
+    elif any(c["verdict"] == "INCONCLUSIVE" for c in dec):
         word = "INCONCLUSIVE"
-        bad = [s for s in req if s["verdict"] == "INCONCLUSIVE"]
-        remedies = []
-        for s in bad:
-            remedies += [r for r in s["remedies"] if r not in remedies]
-        reason = ("; ".join(f"{s['scenario']}: no valid figure ({s.get('short_reason')})" for s in bad)
-                  + (". Remedy: " + "; ".join(remedies) if remedies else ""))
     else:
         word = "PASS"
-        reason = "; ".join(f"{s['scenario']} ratio {s['ratio']:.3f} >= {target:g}" for s in req)
-    fragile = word in ("PASS", "FAIL") and any(s["fragile"] for s in req)
-    headline = word
-    if word in ("PASS", "FAIL"):
-        bases = {s["basis"] for s in req if s["verdict"] in ("PASS", "FAIL")}
-        if fragile:
-            headline += ", fragile: " + "; ".join(
-                f"{s['scenario']} range {s['ratio_min']:.2f}-{s['ratio_max']:.2f} crosses {target:g}"
-                for s in req if s["fragile"])
-            headline += ","
-        if any(s["verdict"] not in ("PASS", "FAIL") for s in req):
-            headline += f" (actor/async >= {target:g} on s1 and s2): " + "; ".join(
-                f"{s['scenario']} {_ratio_text(s)} on {BASIS_NAME[s['basis']]}" if s["verdict"] in ("PASS", "FAIL")
-                else f"{s['scenario']} {s['verdict']}" for s in req)
-        elif bases == {"saturation_rps"}:
-            headline += f" on saturation req/s (actor/async >= {target:g} on s1 and s2): " + ", ".join(
-                f"{s['scenario']} {_ratio_text(s)}" for s in req)
-        elif bases == {"req_per_cpu_sec"}:
-            headline += (f" on req/CPU-s at equal load (actor/async >= {target:g} on s1 and s2), because the "
-                         "saturation probes were not usable: " + "; ".join(
-                             f"{s['scenario']} {_ratio_text(s)} ({s['short_reason']})" for s in req))
-        else:
-            headline += f" (actor/async >= {target:g} on s1 and s2): " + "; ".join(
-                f"{s['scenario']} {_ratio_text(s)} on {BASIS_NAME[s['basis']]}"
-                + (f", because {s['short_reason']}" if s["basis"] == "req_per_cpu_sec" else "") for s in req)
+    if dec:
+        reason = "; ".join(
+            f"{c['scenario']} {c['candidate']}/{c['baseline']}: {c['verdict']}"
+            + (f" {ratio_words(c, 3)} on {BASIS_NAME[c['basis']]}" if c.get("basis") else "")
+            + (" (" + "; ".join(c["reasons"] + c["errors"]) + ")" if c.get("reasons") or c.get("errors") else "")
+            for c in dec)
+    prefix = "smoke run, not a result: " if smoke else ""
+    if not dec:
+        headline = prefix + "N/A: " + reason
     else:
-        headline += ": " + reason
-    if smoke:
-        headline = ("smoke run: checks the pipeline, too short to mean anything (computed verdict, not a "
-                    "result: " + headline + ")")
-    return {"overall": word, "fragile": fragile, "headline": headline, "reason": reason, "smoke": smoke}
-
-
-def _ratio_text(s):
-    text = f"{s['ratio']:.3f}"
-    if is_num(s.get("ratio_min")) and s.get("pairs_used", 0) > 1:
-        text += f" (range {s['ratio_min']:.3f}-{s['ratio_max']:.3f}, {s['pairs_used']} pairs)"
-    return text
+        variants = _headline_variants(word, dec, target)
+        headline = next((prefix + v for v in variants if len(prefix + v) <= HEADLINE_MAX),
+                        (prefix + variants[-1])[:HEADLINE_MAX])
+    return {"overall": word, "headline": headline[:HEADLINE_MAX] if dec else headline, "reason": reason,
+            "smoke": smoke, "target_ratio": target,
+            "decided_by": [{"scenario": c["scenario"], "candidate": c["candidate"], "baseline": c["baseline"]}
+                           for c in dec]}

@@ -7,5 +7,5 @@ set border 3 lc rgb '#555555'
 set grid ytics lc rgb '#dddddd' lt 1
 set key top left box lc rgb '#cccccc' opaque
 set tics nomirror
-actor_color = '#1f77b4'
-async_color = '#ff7f0e'
+cand_color = '#1f77b4'
+base_color = '#ff7f0e'
