@@ -4,7 +4,8 @@ section 8) (TAP): a 60 s constant-rate window with issue 29's 12-second p99 epis
 flagged "not stationary" with the seconds it spans, in result.json's problems, and counts as
 invalid for the verdict; a real valid window with isolated slow seconds is not; a probe whose
 throughput halves for seconds is flagged; the edges: short windows, intervals without responses, the
-1 ms floor, missing figures, a partial last interval. Writes only to a temporary folder.
+1 ms floor, missing figures, a partial last interval; summary.md never quotes such a window's
+latency without its mark and episode. Writes only to a temporary folder.
 """
 import json
 import os
@@ -17,8 +18,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "runner"))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
-from analysis import result, rules, verdict  # noqa: E402
+from analysis import fmt, result, rules, verdict  # noqa: E402
 import tap_unittest  # noqa: E402
+from test_analysis import Batch  # noqa: E402
 
 FIX = os.path.join(ROOT, "tests", "fixtures", "stationarity")
 
@@ -195,6 +197,37 @@ class TestFixtures(unittest.TestCase):
         self.assertEqual(ti["rps"], [1000.0] * 10)
         self.assertEqual((ti["median_rps"], ti["min_rps"], ti["max_rps"]), (1000.0, 1000.0, 1000.0))
         self.assertIsNone(result.rps_intervals({"latency_intervals": None}))
+
+
+
+class TestSummary(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="test_stationary.")
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def test_the_latency_of_a_window_with_an_episode_carries_its_mark_and_seconds(self):
+        b = Batch(self.tmp, "st")
+        episode = [1.0] * 60
+        episode[37:49] = [50.0] * 12
+        b.scenario("s1", [100000] * 3, [100000] * 3, eq=(100000, 100000), eq_actor={"intervals": episode, "p99": 50.0},
+                   eq_async={"intervals": [1.0] * 60})
+        index = b.summarize()
+        c = next(c for c in index["comparisons"] if c["scenario"] == "s1")
+        cand, base = c["equal_load"]["candidate"], c["equal_load"]["baseline"]
+        self.assertIn("for 12 s, 37-49 s into the window", cand["latency_not_stationary"])
+        self.assertIsNone(base["latency_not_stationary"])
+        self.assertIn("not stationary", cand["flags"])
+        self.assertEqual(index["thresholds"]["stationary_p99_factor"], rules.STATIONARY_P99_FACTOR)
+        with open(os.path.join(b.dir, "summary.md"), encoding="utf-8") as fh:
+            md = fh.read()
+        row = next(line for line in md.split("## Equal load")[1].splitlines() if line.startswith("| s1 | actor-mem |"))
+        self.assertIn("50.000 ms" + fmt.STATIONARY_MARK, row)
+        other = next(line for line in md.split("## Equal load")[1].splitlines() if line.startswith("| s1 | async-mem |"))
+        self.assertNotIn(fmt.STATIONARY_MARK, other)
+        self.assertIn(f"{fmt.STATIONARY_MARK} not stationary, not the server's steady tail: actor-mem-s1-equal: "
+                      "p99 above 10 x the median second's 1.000 ms for 12 s, 37-49 s into the window", md)
 
 
 if __name__ == "__main__":
