@@ -4,10 +4,12 @@
 # by pid once round 1's two runs are done) makes that round invalid ("other load"); run_all.sh
 # must run a new round of both servers (probe-only, fresh processes), record it and why in
 # matrix.json and index.json, count it in its last line, and end with at least
-# MIN_VALID_PAIRS valid pairs, so that the verdict reads an interval. s4 (sqlite): its probes saturate the server,
-# where s1's smoke probes are loadgen-bound about one time in four on a 2-CPU host, which
-# would leave the pair invalid for a reason no re-run answers. Needs the binaries in build/;
-# results go to a temporary folder, removed at the end.
+# MIN_VALID_PAIRS valid pairs, so that the verdict reads an interval. s4 (sqlite): its smoke
+# probes saturate the server (94-97% CPU), where s1's and s2's are loadgen-bound or short of
+# saturation about one time in three on a 2-CPU host, a setup reason that earns no re-run;
+# 3 planned rounds, so that one probe of rounds 2-4 left just short of 90% by other work on
+# a shared host does not leave the comparison without 2 valid pairs. Needs the binaries in
+# build/; results go to a temporary folder, removed at the end.
 # test-timeout: 400
 # shellcheck disable=SC2016  # jq filters bind their own $vars
 set -euo pipefail
@@ -43,10 +45,10 @@ srv_cpu=$(cpulist_split "$(affinity_cpus)" | sed -n 1p | cut -d, -f1)
 taskset -c "$srv_cpu" bash -c 'while :; do :; done' &
 hog=$!
 rc=0
-MIN_VALID_PAIRS=2 "$ROOT/run_all.sh" --smoke --scenarios=s4 --repeats=2 --budget=4m --batch=it-reruns \
+MIN_VALID_PAIRS=2 "$ROOT/run_all.sh" --smoke --scenarios=s4 --repeats=3 --budget=4m --batch=it-reruns \
     >"$TMP/out" 2>"$TMP/err" &
 batch_pid=$!
-# round 1 is done when both of its runs printed their outcome ("[2/6] ...: ..."); then the hog ends
+# round 1 is done when both of its runs printed their outcome ("[2/8] ...: ..."); then the hog ends
 t0=$(clock_s)
 while kill -0 "$batch_pid" 2>/dev/null && ! grep -Eq '^\[run_all\] \[2/[0-9]+\] [^ ]+ s4: ' "$TMP/err" &&
       awk -v t="$(clock_s)" -v t0="$t0" -v m="$HOG_MAX_SEC" 'BEGIN { exit !(t - t0 < m) }'; do
@@ -75,7 +77,7 @@ is "the hog made both probes of round 1 flag other load" "$n_other" 2
 res="$batch/matrix.json"
 jqok "matrix.json: a re-run round of both servers, probe-only, numbered after the planned rounds" \
     '([.reruns[] | select(.scenario == "s4" and .kind == "probe")] | length) >= 1
-     and all(.reruns[]; .round > 2 and (.servers | sort) == ["actor-sqlite", "async-sqlite"])'
+     and all(.reruns[]; .round > (if .kind == "probe" then 3 else 1 end) and (.servers | sort) == ["actor-sqlite", "async-sqlite"])'
 jqok "matrix.json: the first re-run answers round 1, with both runs' other-load flags" \
     '.reruns[0].answers[0].round == 1 and (.reruns[0].answers[0].why | test("actor-sqlite other load") and test("async-sqlite other load"))
      and (.reruns[0].why | test("round 1 of actor-sqlite/async-sqlite .*other load"))'
@@ -94,12 +96,13 @@ is "the re-run round's runs are probe-only runs of their own (-probe$first_rerun
 # ---- enough valid pairs for an interval -------------------------------------------------------
 analysis rounds-status "$batch" s4 >"$TMP/status.json" 2>"$TMP/status.err" || echo '{}' >"$TMP/status.json"
 res="$TMP/status.json"
-jqok "rounds-status: round 1 invalid for other load, at least MIN_VALID_PAIRS (2) valid pairs after the re-runs" \
+# (the probes' pairs, or when the host kept disturbing them, the equal-load pairs run instead)
+jqok "rounds-status: round 1 invalid for other load; at least MIN_VALID_PAIRS (2) valid probe or equal-load pairs" \
     '.comparisons[0].rounds[0].round == 1 and .comparisons[0].rounds[0].valid == false
-     and (.comparisons[0].rounds[0].why | test("other load")) and .comparisons[0].valid_pairs >= 2'
-if ! jq -e '.comparisons[0].valid_pairs >= 2' "$TMP/status.json" >/dev/null 2>&1; then
-    jq -c '.comparisons[0].rounds[] | {round, valid, why}' "$TMP/status.json" | sed 's/^/# /'
-fi
+     and (.comparisons[0].rounds[0].why | test("other load"))
+     and (.comparisons[0].valid_pairs >= 2 or .equal[0].valid_pairs >= 2)'
+jq -c '(.comparisons[0].rounds[] | {probe_round: .round, valid, why}), (.equal[0].rounds[] | {equal_round: .round, valid, why})' \
+    "$TMP/status.json" 2>/dev/null | sed 's/^/# /' || true
 jqfile "index.json: s4 decided on an interval of at least 2 valid pairs (never INCONCLUSIVE for want of pairs)" \
     "$batch/index.json" '[.comparisons[] | select(.scenario == "s4")] | length == 1 and all(.[];
         .basis != null and .pairs_used >= 2 and (.ci_low | type) == "number" and (.ci_high | type) == "number"
