@@ -120,7 +120,11 @@ usage_error() {
 # files are modified.
 version() {
     local v
-    v=$(git -C "$ROOT" describe --always --dirty --abbrev=12 2>/dev/null) || v=unknown
+    if v=$(git -C "$ROOT" rev-parse --short=12 HEAD 2>/dev/null); then
+        [[ -z "$(git -C "$ROOT" status --porcelain --untracked-files=no 2>/dev/null)" ]] || v="$v-dirty"
+    else
+        v=unknown
+    fi
     echo "run_all.sh $v"
 }
 
