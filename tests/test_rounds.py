@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """test_rounds.py: unit tests of run_all.sh's re-run rule, runner/analysis/rounds.py (TAP), on
 the rounds-status of batches written the way runner.sh and run_all.sh write them
-(tests/test_analysis.py's Batch, matrix.json with groups): which rounds earn a re-run (those
-the host disturbed; for the equal-load runs also the valid ones while the probes gave too few
-pairs) and which do not (setup reasons), league re-runs that do not count for the other
+(tests/test_analysis.py's Batch, matrix.json with groups): which runs the host disturbed (a
+disturbing flag, or a probe short of saturation on full CPUs) and which rounds earn a re-run
+(the disturbed ones; for the equal-load runs also the valid ones while the probes gave too
+few pairs) and which do not (setup reasons), league re-runs that do not count for the other
 comparisons, and the command line. Runs no benchmark; writes only to a temporary folder.
 """
 import io
@@ -19,13 +20,15 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "runner"))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
-from analysis import result, rounds, verdict  # noqa: E402
+from analysis import batch, result, rounds, verdict  # noqa: E402
 from analysis.__main__ import _rounds_status, main as analysis_main  # noqa: E402
 import tap_unittest  # noqa: E402
 from test_analysis import Batch  # noqa: E402
 
 OTHER = {"other": 30.0, "server_cpu": 60.0}        # a hog on the server CPU: other load, not saturated
 LG_BOUND = {"server_cpu": 70.0, "lg_cpu": 97.0}     # the load generator saturated first
+CROWDED = {"server_cpu": 85.0, "other": 8.0}        # CPUs full, others under the threshold: not saturated
+IDLE = {"server_cpu": 70.0, "lg_cpu": 50.0}         # CPUs partly idle: not saturated, the setup's
 
 
 class Base(unittest.TestCase):
@@ -86,6 +89,23 @@ class TestStatus(Base):
                          [(1, True, False), (2, False, True), (3, True, False)])
         self.assertIn("other load", rounds.flags_of(c["rounds"][1]))
         self.assertIn("actor-mem other load", rounds.why_text(c["rounds"][1]))
+
+    def test_a_probe_short_of_saturation_on_full_cpus_was_disturbed_on_idle_ones_not(self):
+        b = self.batch(PAIR)
+        for r, spec in ((1, CROWDED), (2, IDLE), (3, OTHER)):
+            self.probe(b, "actor-mem", r, **spec)
+            self.probe(b, "async-mem", r)
+        st = self.status(b)
+        c = st["comparisons"][0]
+        self.assertEqual([rounds.flags_of(r) for r in c["rounds"]], [["not saturated"], ["not saturated"],
+                                                                      ["not saturated", "other load"]])
+        self.assertEqual([r["disturbed"] for r in c["rounds"]], [True, False, True])
+        nxt = rounds.next_round(st, "probe", 3, 3)
+        self.assertEqual([a["round"] for a in nxt["answers"]], [1])
+        runs = batch.Batch(b.dir).probes("actor-mem", "s1")
+        self.assertEqual([rounds.disturbed_run(runs[r], "probe") for r in (1, 2, 3)], [True, False, True])
+        self.assertFalse(rounds.disturbed_run(None, "probe"))
+        self.assertFalse(rounds.disturbed_run(dict(runs[3], failure="crashed"), "probe"))
 
     def test_flags_from_either_form_of_why(self):
         self.assertEqual(rounds.flags_of({"why": "actor-mem other load; async-mem not stationary"}),
@@ -205,7 +225,7 @@ class TestNextRound(Base):
         self.assertIsNone(rounds.next_round(st, "probe", 2, 2))
         # round 3 was not actor-sqlite's: it neither counts as its re-run nor earns one
         st["comparisons"][1]["valid_pairs"] = 1
-        st["comparisons"][1]["rounds"][0].update(valid=False, why="actor-sqlite other load")
+        st["comparisons"][1]["rounds"][0].update(valid=False, disturbed=True, why="actor-sqlite other load")
         nxt = rounds.next_round(st, "probe", 2, 2)
         self.assertEqual((nxt["round"], nxt["servers"]), (4, ["actor-sqlite", "async-mem"]))
 

@@ -99,8 +99,9 @@ def _equal_rate(batch_dir, scenario, sat_ratio):
 
 def _rounds_status(batch_dir, scenario):
     """{"comparisons": [...], "equal": [...]}: per comparison of SCENARIO its valid pairs and
-    each round's validity (run_all.sh decides re-runs on it)."""
-    from . import batch, rules, verdict
+    each round's validity, and whether the host disturbed an invalid round (rounds.py; run_all.sh
+    decides re-runs on it)."""
+    from . import batch, rounds as rnds, rules, verdict
     b = batch.Batch(batch_dir)
     g = b.group(scenario)
     if g is None:
@@ -108,14 +109,15 @@ def _rounds_status(batch_dir, scenario):
     out = {"scenario": scenario, "comparisons": [], "equal": []}
     for c in g["comparisons"]:
         cand, base = c["candidate"], c["baseline"]
-        for key, cr, br, problems, value in (
-                ("comparisons", b.probes(cand, scenario), b.probes(base, scenario), rules.probe_problems,
+        for key, kind, cr, br, problems, value in (
+                ("comparisons", "probe", b.probes(cand, scenario), b.probes(base, scenario), rules.probe_problems,
                  verdict._probe_rps),
-                ("equal", b.equal(cand, scenario), b.equal(base, scenario), rules.sustain_problems,
+                ("equal", "equal", b.equal(cand, scenario), b.equal(base, scenario), rules.sustain_problems,
                  lambda r: (r or {}).get("req_per_cpu_sec"))):
             used, excluded = verdict._pairs(cr, br, problems, value, True)
-            rounds = [{"round": rnd, "valid": True, "why": ""} for rnd, _, _, _ in used]
+            rounds = [{"round": rnd, "valid": True, "disturbed": False, "why": ""} for rnd, _, _, _ in used]
             rounds += [{"round": e["round"], "valid": False,
+                        "disturbed": any(rnds.disturbed_run(r, kind) for r in (cr.get(e["round"]), br.get(e["round"]))),
                         "why": "; ".join(sorted({f"{x['server']} {x['flag']}" for x in e["reasons"]}))}
                        for e in excluded]
             out[key].append({"candidate": cand, "baseline": base, "valid_pairs": len(used),

@@ -1,15 +1,37 @@
-"""rounds: the re-run rule of run_all.sh (SPEC.md section 9): from a scenario's rounds-status
-(per comparison its probe rounds and equal-load rounds, each valid or not and why), which
-round, if any, to run next. Pure functions on that JSON document; reads no file, runs
-nothing. Leaf module (stdlib only).
+"""rounds: the re-run rule of run_all.sh (SPEC.md section 9): whether the host disturbed a run,
+and from a scenario's rounds-status (per comparison its probe rounds and equal-load rounds,
+each valid or not, disturbed or not, and why) which round, if any, to run next. Pure
+functions on result.json documents and that JSON document; reads no file, runs nothing.
+Leaf module: stdlib and rules only.
 """
+from . import rules
+from .rules import is_num
 
 # The flags that say the host, not the server or the setup, spoiled a run: others used the
 # server's CPUs, or the window holds an episode (a stall of the host shows as both). A round
 # invalid for one of these is worth running again; one invalid only for a setup reason (the
-# load generator saturated first, the server did not saturate, errors, a failure) is not:
-# the same setup gives the same result.
+# load generator saturated first, the server did not saturate on idle CPUs, errors, a
+# failure) is not: the same setup gives the same result.
 DISTURBED = ("other load", "not stationary")
+
+
+def disturbed_run(run, kind):
+    """True when the host, not the server or the setup, spoiled RUN (a result.json document)
+    for a KIND ("probe" or "equal") pair: one of its flags is DISTURBED, or its probe did not
+    saturate the server while the server's CPUs were busy (server_cpus_busy_pct at least
+    rules.SATURATED_CPU_PCT of them: the CPUs were full, and others had the share the server
+    lacked, even under the other-load threshold). False for no run or a failed one."""
+    if not run or run.get("failure"):
+        return False
+    probs = rules.probe_problems(run) if kind == "probe" else rules.sustain_problems(run)
+    flags = [f for f, _ in probs]
+    if any(f in DISTURBED for f in flags):
+        return True
+    if kind == "probe" and "not saturated" in flags:
+        busy = (run.get("probe") or {}).get("server_cpus_busy_pct")
+        n_srv = (run.get("config") or {}).get("server_cpu_count") or 1
+        return is_num(busy) and busy >= rules.SATURATED_CPU_PCT * n_srv
+    return False
 
 
 def flags_of(rnd):
@@ -32,7 +54,8 @@ def why_text(rnd):
 
 
 def disturbed(rnd):
-    """True when ROUND is invalid and one of its flags is DISTURBED (or it says so itself)."""
+    """True when the round RND (of a rounds-status) is invalid and says it was disturbed, or,
+    for a status without that mark, one of its flags is DISTURBED."""
     if rnd.get("valid"):
         return False
     if "disturbed" in rnd:
