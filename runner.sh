@@ -52,6 +52,9 @@ ACCESS_LOG="${ACCESS_LOG:-/dev/null}"     # server --access-log (the logger stil
 TARGET_RPS="${TARGET_RPS:-}"              # set: skip the probe, sustain this rate (equal load)
 PROBE_ONLY="${PROBE_ONLY:-0}"             # 1: probe only, no sustain (run_all's repeats)
 REPEAT="${REPEAT:-}"                      # the probe repeat this run is (recorded; run_all sets it)
+ROUND="${ROUND:-}"                        # run_all's round of this run (recorded in config.round)
+ROUND_POSITION="${ROUND_POSITION:-}"      # its place in the round's shuffled order (config.round_position)
+CHECK_ONLY=0                              # 1: --check-only
 RUN_SUFFIX="${RUN_SUFFIX:-}"              # appended to the run folder name ("-equal", "-probe2")
 SUSTAIN="${SUSTAIN:-1}"                   # 0: probe without the sustain, kind saturation (run_all --sweep)
 SWEEP="${SWEEP:-0}"                       # 1: as --sweep
@@ -85,7 +88,7 @@ usage() {
     cat <<USAGE
 usage: ./runner.sh [--help] <server> <scenario> [--quick] [--smoke] [--measure-sec=N]
                    [--warmup-sec=N] [--probe-sec=N] [--wrk-conns=N] [--wrk-threads=N]
-                   [--batch=ID] [--probe-only] [--sweep [--rates=R1,R2,...]]
+                   [--batch=ID] [--probe-only] [--sweep [--rates=R1,R2,...]] [--check-only]
        ./runner.sh --cpu-plan
   server:   $SERVERS
   scenario: s1 (GET /ping), s2 (GET /users/:id, bearer), s3 (mixed, memory store),
@@ -102,6 +105,9 @@ usage: ./runner.sh [--help] <server> <scenario> [--quick] [--smoke] [--measure-s
   --rates=LIST  the sweep's rates in req/s, comma-separated (positive numbers; needs --sweep)
   --cpu-plan    print the CPU plan (server_cpus=, loadgen_cpus=, idle_cpus=, then why) and
                 exit 0: builds, installs and runs nothing (SPEC.md section 4)
+  --check-only  check the arguments and the environment, then exit 0 (or 2 with the usage
+                error) without building, starting or creating anything (run_all.sh checks
+                every planned run this way first)
 Environment (an option beats it; it beats --quick/--smoke):
   WARMUP_SEC (30) MEASURE_SEC (60) PROBE_SEC (30) PROBE_WARMUP_SEC (5) WRK_CONNS (256, or
   64 per server thread when more; smoke: 32, or 8 per thread) WRK_THREADS (CPUs in
@@ -119,6 +125,7 @@ Environment (an option beats it; it beats --quick/--smoke):
   TARGET_RPS (skip the probe and sustain this rate: run_all's equal-load runs)
   PROBE_ONLY (1: as --probe-only) REPEAT (the probe repeat number to record)
   RUN_SUFFIX (appended to the run folder name) SUSTAIN (0: no sustain after the probe)
+  ROUND, ROUND_POSITION (run_all's round and the run's place in it, recorded in config)
   SWEEP (1: as --sweep) SWEEP_RATES (as --rates) SWEEP_BASE_RPS (skip the probe; the 100% of
   the default rates: run_all's slower median saturation) SWEEP_WARMUP_SEC (5) SWEEP_MEASURE_SEC (20)
 Load from other hosts (README "Running across machines"): LOADGEN_HOSTS (user@h1,user@h2:
@@ -170,6 +177,7 @@ parse_args() {
             --wrk-threads=*) opt_threads=${arg#*=} ;;
             --batch=*) BATCH=${arg#*=} ;;
             --probe-only) PROBE_ONLY=1 ;;
+            --check-only) CHECK_ONLY=1 ;;
             --sweep) SWEEP=1 ;;
             --rates=*) opt_rates=${arg#*=} have_rates=1 ;;
             -*) usage_error "unknown option '$arg'" ;;
@@ -236,6 +244,10 @@ parse_args() {
         usage_error "--probe-only and TARGET_RPS exclude each other (a probe-only run has no sustained rate)"
     fi
     if [[ -n "$REPEAT" ]]; then is_pos_int "$REPEAT" || usage_error "REPEAT must be a whole number > 0, got '$REPEAT'"; fi
+    if [[ -n "$ROUND" ]]; then is_pos_int "$ROUND" || usage_error "ROUND must be a whole number > 0, got '$ROUND'"; fi
+    if [[ -n "$ROUND_POSITION" ]]; then
+        is_pos_int "$ROUND_POSITION" || usage_error "ROUND_POSITION must be a whole number > 0, got '$ROUND_POSITION'"
+    fi
     [[ "$SUSTAIN" == 0 || "$SUSTAIN" == 1 ]] || usage_error "SUSTAIN must be 0 or 1, got '$SUSTAIN'"
     if [[ "$SUSTAIN" == 0 && -n "$TARGET_RPS" ]]; then
         usage_error "SUSTAIN=0 and TARGET_RPS exclude each other (an equal-load run is its sustain)"
@@ -398,7 +410,8 @@ setup_run() {
         --arg addr "$SERVER_ADDR" --arg hosts "$LOADGEN_HOSTS" --arg agent_cpus "$AGENT_CPUS" \
         --argjson skew "$MAX_START_SKEW_MS" --argjson cpu_plan "$cpu_plan_json" \
         --argjson threads_srv "$n_server_threads" --arg threads_given "$SERVER_THREADS" \
-        --argjson conns_given "$wrk_conns_given" --argjson pool "$(mode_durations "$mode" | cut -d' ' -f5)" '
+        --argjson conns_given "$wrk_conns_given" --argjson pool "$(mode_durations "$mode" | cut -d' ' -f5)" \
+        --arg round "$ROUND" --arg round_pos "$ROUND_POSITION" '
         {mode: $mode, store: $store, mix: $mix, binary: $bin, affinity_mask: $mask,
          server_cpus: $server_cpus, loadgen_cpus: $loadgen_cpus, server_cpu_count: $n_server,
          loadgen_cpu_count: $n_loadgen, cpus_disjoint: $disjoint, server_threads: $threads_srv,
@@ -415,7 +428,9 @@ setup_run() {
          server_addr: $addr,
          loadgen_hosts: (if $hosts == "" then null else ($hosts | split(",") | map(select(. != ""))) end),
          agent_cpus: (if $agent_cpus == "" then null else $agent_cpus end),
-         max_start_skew_ms: (if $hosts == "" then null else $skew end)}')
+         max_start_skew_ms: (if $hosts == "" then null else $skew end),
+         round: (if $round == "" then null else ($round | tonumber) end),
+         round_position: (if $round_pos == "" then null else ($round_pos | tonumber) end)}')
     jq -n --arg server "$server" --arg scenario "$scenario" --arg kind "$kind" --arg batch "$BATCH" \
         --arg run "$run_name" --arg start "$(now_iso)" --arg repeat "$REPEAT" --argjson config "$config_json" \
         --argjson host "${HOST_JSON:-$(host_json)}" --argjson versions "${VERSIONS_JSON:-$(versions_json "$ROOT")}" \
@@ -791,6 +806,7 @@ main() {
         if [[ "$a" == --cpu-plan ]]; then cpu_plan_run; exit $?; fi
     done
     parse_args "$@"
+    if [[ "$CHECK_ONLY" == 1 ]]; then return 0; fi
     if [[ "$SWEEP" == 1 && -n "$SWEEP_BASE_RPS" ]]; then
         # run_all.sh --sweep: the probes are done; only the steps
         phase_sweep "$SWEEP_BASE_RPS"

@@ -158,7 +158,9 @@ jqok "contention on the server CPUs: busy >= 0, other = busy - own (floored at 0
     '.server_cpus_busy_pct >= 0 and .server_cpus_busy_pct <= 100 * $n_srv * 1.05
      and ((.server_cpus_other_pct - ([.server_cpus_busy_pct - .server_cpu_pct, 0] | max)) | fabs) < 0.02'
 jqok "errors by class" '.errors | has("connect") and has("read") and has("write") and has("timeout") and has("parse") and has("status")'
-jqok "validity flags are booleans" '[.validity[] | type] == ["boolean", "boolean", "boolean", "boolean", "boolean", "boolean", "boolean"]'
+jqok "validity flags are booleans, stationary null (a smoke window is too short to judge)" \
+    '[.validity | del(.stationary)[] | type] == ["boolean", "boolean", "boolean", "boolean", "boolean", "boolean", "boolean"]
+     and (.validity | has("stationary")) and .validity.stationary == null and .stationarity.stationary == null'
 jqok "the probe is loadgen-bound only when not saturated" '(.validity.probe_loadgen_bound and .validity.saturated) | not'
 jqok "loadgen_bound is the probe's or the sustain's" \
     '.validity.loadgen_bound == (.validity.probe_loadgen_bound or .validity.sustain_loadgen_bound)'
@@ -204,11 +206,24 @@ ok "its result.json carries the failure" \
 
 # ---- run_all.sh --smoke -----------------------------------------------------------------------
 rc=0
-"$ROOT/run_all.sh" --smoke --repeats=1 --batch=it-all >"$TMP/all.out" 2>"$TMP/all.err" || rc=$?
+# --budget=1: no re-runs, so that the counts below are the plan's (tests/it_reruns.sh has them)
+"$ROOT/run_all.sh" --smoke --repeats=1 --batch=it-all --budget=1 >"$TMP/all.out" 2>"$TMP/all.err" || rc=$?
 is "run_all.sh --smoke exits 0" "$rc" 0
 if [[ $rc -ne 0 ]]; then grep -E '^\[run_all\]' "$TMP/all.err" | sed 's/^/# /' | tail -n 30; fi
 batch="$RESULTS_DIR/it-all"
-ok "progress lines [i/16]" grep -q '^\[run_all\] \[5/16\] actor-mem s2 \.\.\.' "$TMP/all.err"
+ok "progress lines [i/16]" grep -Eq '^\[run_all\] \[5/16\] (actor|async)-mem s2 \.\.\.' "$TMP/all.err"
+jqfile "matrix.json: the seed, the budget, each round's order a permutation of its group" "$batch/matrix.json" \
+    '. as $m | (.seed | type) == "number" and .budget_s == 1 and (.rounds | length) == 8
+     and all(.rounds[]; . as $r | ($r.order | sort) == ($m.groups[] | select(.scenario == $r.scenario) | .servers | sort))'
+# each run's facts: its round and its place in that round's recorded order
+misplaced=0
+for f in "$batch"/*/facts.json; do
+    jq -e --slurpfile m "$batch/matrix.json" '.kind as $k | .scenario as $s | .server as $v | .config.round_position as $p
+        | .config.round == 1 and ([$m[0].rounds[] | select(.scenario == $s and .round == 1
+            and .kind == (if $k == "equal-load" then "equal" else "probe" end)) | .order[$p - 1]] == [$v])' "$f" >/dev/null ||
+        misplaced=$((misplaced + 1))
+done
+is "facts: every run's config.round and config.round_position match matrix.json's order" "$misplaced" 0
 ok "index.json parses" quiet jq -e . "$batch/index.json"
 [[ -f "$batch/index.json" ]] || echo '{}' >"$batch/index.json"
 res="$batch/index.json"

@@ -33,7 +33,9 @@ srv_cpu=$(cpu_plan_sides "$(affinity_cpus)" | sed -n 1p | cut -d, -f1)
 taskset -c "$srv_cpu" bash -c 'while :; do :; done' &
 hog=$!
 rc=0
-"$ROOT/run_all.sh" --smoke --scenarios=s1,s2 --repeats=2 --batch=it-hog --fail-on-verdict \
+# --budget=1: the disturbed rounds ask for re-runs, which the budget refuses (re-runs after a
+# hog that stops: tests/it_reruns.sh)
+"$ROOT/run_all.sh" --smoke --scenarios=s1,s2 --repeats=2 --batch=it-hog --fail-on-verdict --budget=1 \
     >"$TMP/hog.out" 2>"$TMP/hog.err" || rc=$?
 kill "$hog" 2>/dev/null || true
 wait "$hog" 2>/dev/null || true
@@ -48,5 +50,8 @@ jqok "hog: s1 and s2 INCONCLUSIVE with a reason and a remedy" \
     'all(.comparisons[]; .verdict == "INCONCLUSIVE" and (.reasons | length) > 0 and (.remedies | any(test("quiet host"))))'
 ok "hog: summary.md never says PASS or FAIL" bash -c "! grep -Eq 'Verdict: (PASS|FAIL)' '$RESULTS_DIR/it-hog/summary.md'"
 ok "hog: run_all's verdict line is INCONCLUSIVE" grep -q 'verdict: .*INCONCLUSIVE' "$TMP/hog.err"
+jqfile "hog: the disturbed rounds asked for re-runs of s1 and s2, all refused by the budget" \
+    "$RESULTS_DIR/it-hog/matrix.json" '(.reruns | length) == 0 and ([.budget_stops[].scenario] | unique) == ["s1", "s2"]'
+ok "hog: run_all's last line counts the re-runs" bash -c "tail -n 1 '$TMP/hog.err' | grep -q 're-runs: none ([0-9]* not run: over the budget of 1 s)'"
 
 tap_finish

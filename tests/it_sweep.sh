@@ -71,7 +71,8 @@ ok "run_all.sh --help documents --sweep and --rates" bash -c "'$ROOT/run_all.sh'
 
 # ---- run_all.sh --smoke --sweep ----------------------------------------------------------------
 rc=0
-"$ROOT/run_all.sh" --smoke --sweep --scenarios=s1 --repeats=1 "--rates=$SWEEP_TEST_RATES" --batch=it-sweep \
+# --budget=1: no re-run of a disturbed probe, so that the base is round 1's slower probe
+"$ROOT/run_all.sh" --smoke --sweep --scenarios=s1 --repeats=1 "--rates=$SWEEP_TEST_RATES" --batch=it-sweep --budget=1 \
     >"$TMP/all.out" 2>"$TMP/all.err" || rc=$?
 is "run_all.sh --smoke --sweep exits 0" "$rc" 0
 if [[ $rc -ne 0 ]]; then grep -E '^\[run_all\]|FAILED' "$TMP/all.err" | sed 's/^/# /' | tail -n 30; fi

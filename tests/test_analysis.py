@@ -270,7 +270,7 @@ class TestResult(unittest.TestCase):
         self.assertEqual(res["requests_waited_for_connection"], 0)
         self.assertEqual(res["validity"], {"saturated": True, "loadgen_bound": False, "probe_loadgen_bound": False,
                                            "sustain_loadgen_bound": False, "rate_held": True, "clean": True,
-                                           "quiet": True})
+                                           "quiet": True, "stationary": None})
         self.assertEqual(res["flags"], [])
         self.assertEqual(res["server_rss_mb"], 10.0)
 

@@ -24,6 +24,11 @@ USAGE = """usage: python3 -m analysis COMMAND ARGS   (with runner/ on PYTHONPATH
   rounds-status BATCH_DIR SCENARIO
                                  per comparison of SCENARIO, its valid pairs and each
                                  round's validity (probes, and equal-load runs), as JSON
+  rounds-next probe|equal MIN_VALID PLANNED
+                                 reads rounds-status's JSON on stdin; prints the next
+                                 re-run round as JSON (its round, servers, the comparisons
+                                 that need it and the rounds it answers), or null
+                                 (rounds.py: the re-run rule)
   headline BATCH_DIR             the verdict word and headline of index.json, one line
   sweep-base BATCH_DIR SCENARIO  the sweep's 100%: the slowest server's median saturation
                                  over its probes, req/s (exit 1 when a server has none)
@@ -120,8 +125,9 @@ def _equal_rate(batch_dir, scenario, sat_ratio):
 
 def _rounds_status(batch_dir, scenario):
     """{"comparisons": [...], "equal": [...]}: per comparison of SCENARIO its valid pairs and
-    each round's validity (run_all.sh decides re-runs on it)."""
-    from . import batch, rules, verdict
+    each round's validity, and whether the host disturbed an invalid round (rounds.py; run_all.sh
+    decides re-runs on it)."""
+    from . import batch, rounds as rnds, rules, verdict
     b = batch.Batch(batch_dir)
     g = b.group(scenario)
     if g is None:
@@ -129,14 +135,15 @@ def _rounds_status(batch_dir, scenario):
     out = {"scenario": scenario, "comparisons": [], "equal": []}
     for c in g["comparisons"]:
         cand, base = c["candidate"], c["baseline"]
-        for key, cr, br, problems, value in (
-                ("comparisons", b.probes(cand, scenario), b.probes(base, scenario), rules.probe_problems,
+        for key, kind, cr, br, problems, value in (
+                ("comparisons", "probe", b.probes(cand, scenario), b.probes(base, scenario), rules.probe_problems,
                  verdict._probe_rps),
-                ("equal", b.equal(cand, scenario), b.equal(base, scenario), rules.sustain_problems,
+                ("equal", "equal", b.equal(cand, scenario), b.equal(base, scenario), rules.sustain_problems,
                  lambda r: (r or {}).get("req_per_cpu_sec"))):
             used, excluded = verdict._pairs(cr, br, problems, value, True)
-            rounds = [{"round": rnd, "valid": True, "why": ""} for rnd, _, _, _ in used]
+            rounds = [{"round": rnd, "valid": True, "disturbed": False, "why": ""} for rnd, _, _, _ in used]
             rounds += [{"round": e["round"], "valid": False,
+                        "disturbed": any(rnds.disturbed_run(r, kind) for r in (cr.get(e["round"]), br.get(e["round"]))),
                         "why": "; ".join(sorted({f"{x['server']} {x['flag']}" for x in e["reasons"]}))}
                        for e in excluded]
             out[key].append({"candidate": cand, "baseline": base, "valid_pairs": len(used),
@@ -265,6 +272,10 @@ def main(argv):
             print(json.dumps(_rounds_status(args[0], args[1]), indent=1))
         elif cmd == "equal-rate" and len(args) == 3:
             print(_equal_rate(args[0], args[1], float(args[2])))
+        elif cmd == "rounds-next" and len(args) == 3 and args[0] in ("probe", "equal"):
+            from . import rounds, verdict
+            print(json.dumps(rounds.next_round(json.load(sys.stdin), args[0], int(args[1]), int(args[2]),
+                                               figure_min=verdict.MIN_PAIRS)))
         elif cmd == "sweep-base" and len(args) == 2:
             from . import sweep
             print(sweep.base_rps(args[0], args[1]))

@@ -7,6 +7,8 @@ from .rules import is_num
 
 # dagger: a latency limited by the load generator (its queue, not the server's)
 LOADGEN_MARK = "\u2020"
+# double dagger: a latency of a window that was not stationary (an episode made its tail)
+STATIONARY_MARK = "\u2021"
 
 
 def num(value, decimals=0):

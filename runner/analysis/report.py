@@ -313,7 +313,9 @@ def build_html(index, page, plots):
                 continue
             lg = brief.get("latency_by_loadgen")
             cls = ' class="lg" title="limited by the load generator: its queue, not the server"' if lg else ""
-            w(f'<tr{cls}><td>{esc(label_run)}{" (loadgen-limited)" if lg else ""}</td>'
+            ns = brief.get("latency_not_stationary")
+            ns_label = (f' <span class="flag bad" title="{esc(ns)}">not stationary: {esc(ns)}</span>' if ns else "")
+            w(f'<tr{cls}><td>{esc(label_run)}{" (loadgen-limited)" if lg else ""}{ns_label}</td>'
               f'<td class="n">{f(bkey + "/sustained_rps", 0, "req/s")}</td>'
               + "".join(f'<td class="n">{f(bkey + "/" + m, 3, "ms")}</td>' for m in
                         ("latency_p50_ms", "latency_p90_ms", "latency_p99_ms", "latency_p99_9_ms", "latency_max_ms"))

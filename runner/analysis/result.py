@@ -39,6 +39,7 @@ FIELDS = [
     "latency_p50_ms", "latency_p75_ms", "latency_p90_ms", "latency_p99_ms", "latency_p99_9_ms",
     "latency_p99_99_ms", "latency_max_ms", "latency_mean_ms", "latency_p99_intervals",
     "latency_p99_answered_ms",
+    "throughput_intervals", "stationarity",
     "service_time_p50_ms", "service_time_p99_ms", "service_time_max_ms",
     "send_lag_p50_ms", "send_lag_p99_ms", "send_lag_max_ms", "send_lag_own_p99_ms",
     "send_lag_own_max_ms", "requests_waited_for_connection",
@@ -54,7 +55,7 @@ FIELDS = [
     "config", "host", "versions", "timestamps", "validity", "flags", "problems", "failure",
 ]
 VALIDITY = ["saturated", "loadgen_bound", "probe_loadgen_bound", "sustain_loadgen_bound",
-            "rate_held", "clean", "quiet"]
+            "rate_held", "clean", "quiet", "stationary"]
 
 
 def _load_json(path):
@@ -166,6 +167,26 @@ def p99_intervals(lg):
             "min_ms": known[0] if known else None, "max_ms": known[-1] if known else None, "p99_ms": p99s}
 
 
+def rps_intervals(lg):
+    """The completions of each interval of the measured window (--interval) as a rate:
+    {interval_s, intervals, median_rps, min_rps, max_rps, rps (each interval's completions
+    over its length, the last one over what is left of elapsed_s when it is shorter)}; None
+    when the run did not record them."""
+    iv = lg.get("latency_intervals")
+    if not isinstance(iv, dict) or not isinstance(iv.get("count"), list) or not is_num(iv.get("interval_s")):
+        return None
+    step, counts = iv["interval_s"], iv["count"]
+    if step <= 0 or not counts or not all(is_num(c) for c in counts):
+        return None
+    lengths = [step] * len(counts)
+    el = lg.get("elapsed_s")
+    if is_num(el) and 0 < el - (len(counts) - 1) * step < step:
+        lengths[-1] = el - (len(counts) - 1) * step
+    rps = [_round(c / t, 1) for c, t in zip(counts, lengths)]
+    return {"interval_s": step, "intervals": len(rps), "median_rps": _round(statistics.median(rps), 1),
+            "min_rps": min(rps), "max_rps": max(rps), "rps": rps}
+
+
 def phase_figures(run_dir, phase, clk_tck, n_srv):
     """The figures common to every phase: load generator JSON, server CPU, contention."""
     lg = _load_json(os.path.join(run_dir, phase.get("loadgen_json") or "")) or {}
@@ -193,7 +214,7 @@ def phase_figures(run_dir, phase, clk_tck, n_srv):
         "latency": lg.get("latency_ms") or {}, "service": lg.get("service_time_ms") or {},
         "latency_answered": lg.get("latency_answered_ms") or {},
         "requests_unanswered": lg.get("requests_unanswered"),
-        "latency_p99_intervals": p99_intervals(lg),
+        "latency_p99_intervals": p99_intervals(lg), "throughput_intervals": rps_intervals(lg),
         "have_loadgen": bool(lg), "agents": agents_figures(run_dir, phase, lg),
         "connections": phase.get("connections"),
     }
@@ -263,9 +284,12 @@ def build(run_dir):
                 "connections": f["connections"], "server_processes": f["server_processes"],
                 "server_threads": f["server_threads"], "loadgen_threads": f["loadgen_threads"],
                 "json": probe_f.get("loadgen_json"), "histogram": probe_f.get("histogram"),
+                "latency_p99_intervals": f["latency_p99_intervals"],
+                "throughput_intervals": f["throughput_intervals"],
                 "saturated_by": None, "saturation_reason": None, "plateau": None,
             }
 
+            probe["stationarity"] = rules.stationarity(probe)
             def role(t):
                 return threads.role(t, cfg, res["server"], t.get("pid"))
             by, why = rules.saturation(probe, n_srv, role)
@@ -286,7 +310,8 @@ def build(run_dir):
                 bound = rules.loadgen_bound(probe, n_lg, closed_loop=True, server_saturated=sat)
             probe["validity"] = {
                 "saturated": sat, "loadgen_bound": bound,
-                "clean": rules.clean(probe), "quiet": rules.quiet(probe, n_srv)}
+                "clean": rules.clean(probe), "quiet": rules.quiet(probe, n_srv),
+                "stationary": probe["stationarity"]["stationary"]}
             res["probe"] = probe
             res["saturation_rps"] = f["achieved_rps"]
             val["saturated"] = sat
@@ -307,6 +332,7 @@ def build(run_dir):
                 "latency_max_ms": lat.get("max"), "latency_mean_ms": lat.get("mean"),
                 "latency_p99_intervals": f["latency_p99_intervals"],
                 "latency_p99_answered_ms": f["latency_answered"].get("p99"),
+                "throughput_intervals": f["throughput_intervals"],
                 "service_time_p50_ms": svc.get("p50"), "service_time_p99_ms": svc.get("p99"),
                 "service_time_max_ms": svc.get("max"),
                 "server_cpu_pct": f["server_cpu_pct"], "server_cpu_s": f["server_cpu_s"],
@@ -325,6 +351,7 @@ def build(run_dir):
                       "server_cpus_busy_pct", "server_cpus_other_pct", "server_cpus_steal_pct"):
                 res[k] = f[k]
             val["rate_held"] = rules.rate_held(res["sustained_rps"], res["target_rps"])
+            res["stationarity"] = rules.stationarity(res)
             if f["agents"]:
                 res["loadgen_agents"] = rules.judge_agents(f["agents"], closed_loop=False)
                 val["sustain_loadgen_bound"] = rules.agents_loadgen_bound(res["loadgen_agents"])
@@ -349,6 +376,9 @@ def build(run_dir):
     quiets = [rules.quiet(p, n_srv) for p in phase_docs]
     val["clean"] = None if not cleans or None in cleans else all(cleans)
     val["quiet"] = None if not quiets or None in quiets else all(quiets)
+    # stationary: false when any measured window was not, true when every one was judged so
+    stations = [(p.get("stationarity") or {}).get("stationary") for p in phase_docs]
+    val["stationary"] = False if False in stations else (True if stations and None not in stations else None)
     bounds = [val["probe_loadgen_bound"], val["sustain_loadgen_bound"]]
     val["loadgen_bound"] = None if all(b is None for b in bounds) else any(b is True for b in bounds)
 

@@ -5,6 +5,7 @@ Every threshold is a named constant here and nowhere else; SPEC.md gives the rea
 Works on result.json documents (dicts); never reads files.
 """
 import math
+import statistics
 
 # A probe saturated the server when its CPU was at least this percent of its CPUs (rule a),
 SATURATED_CPU_PCT = 90.0
@@ -42,6 +43,18 @@ WAITED_FRACTION = 0.01
 OTHER_LOAD_PCT = 10.0
 # The rate was held when the achieved rate is within this fraction of the offered rate.
 RATE_HELD_FRACTION = 0.01
+# Stationarity of a measured window, judged on its seconds (the load generator's 1 s intervals):
+# an episode is STATIONARY_RUN or more consecutive intervals whose corrected p99 exceeds
+# STATIONARY_P99_FACTOR x the median interval's p99 (and STATIONARY_P99_FLOOR_MS), or whose
+# completions per second fall below STATIONARY_RPS_FRACTION x the median interval's; an
+# interval without any response counts against both. A window with fewer than
+# STATIONARY_MIN_INTERVALS intervals is not judged: an episode must be shorter than half of
+# the window for the median to stand for the rest of it.
+STATIONARY_P99_FACTOR = 10.0
+STATIONARY_P99_FLOOR_MS = 1.0
+STATIONARY_RPS_FRACTION = 0.5
+STATIONARY_RUN = 3
+STATIONARY_MIN_INTERVALS = 2 * STATIONARY_RUN + 1
 
 
 def is_num(v):
@@ -283,9 +296,84 @@ def fmt_pct(v):
     return "n/a" if not is_num(v) else f"{v:.1f}%"
 
 
+def _long_runs(flags):
+    """[(first, last)] index ranges of STATIONARY_RUN or more consecutive true FLAGS."""
+    out, start = [], None
+    for i, f in enumerate(list(flags) + [False]):
+        if f and start is None:
+            start = i
+        elif not f and start is not None:
+            if i - start >= STATIONARY_RUN:
+                out.append((start, i - 1))
+            start = None
+    return out
+
+
+def stationarity(phase):
+    """Whether the measured window of PHASE (a result.json document for its constant-rate window,
+    or its probe) was stationary, from its per-interval figures (latency_p99_intervals.p99_ms,
+    throughput_intervals.rps). Returns {"stationary": True, False, or None when not judged (no
+    per-interval figures, or fewer than STATIONARY_MIN_INTERVALS intervals), "intervals",
+    "interval_s", "episodes": [{"rule": "p99" or "rate", "from_s", "to_s" (offsets into the
+    window, s), "seconds", "median" (the median interval's p99 in ms, or rate in req/s),
+    "bound" (the threshold an interval crossed), "low", "high" (the episode's range over its
+    intervals with responses; None when none had any), "empty" (intervals without any
+    response)}]}, episodes in time order."""
+    out = {"stationary": None, "intervals": None, "interval_s": None, "episodes": []}
+    lat = phase.get("latency_p99_intervals") if isinstance(phase, dict) else None
+    thr = phase.get("throughput_intervals") if isinstance(phase, dict) else None
+    judged = False
+    for rule, doc, key in (("p99", lat, "p99_ms"), ("rate", thr, "rps")):
+        if not isinstance(doc, dict) or not isinstance(doc.get(key), list) or not is_num(doc.get("interval_s")):
+            continue
+        series = [v if is_num(v) else None for v in doc[key]]
+        known = sorted(v for v in series if v is not None)
+        step = doc["interval_s"]
+        out["intervals"], out["interval_s"] = len(series), step
+        if len(series) < STATIONARY_MIN_INTERVALS or not known:
+            continue
+        judged = True
+        med = statistics.median(known)
+        if rule == "p99":
+            bound = max(STATIONARY_P99_FACTOR * med, STATIONARY_P99_FLOOR_MS)
+            bad = [v is None or v > bound for v in series]
+        else:
+            bound = STATIONARY_RPS_FRACTION * med
+            bad = [v is None or v < bound for v in series]
+        for first, last in _long_runs(bad):
+            vals = [v for v in series[first:last + 1] if v is not None]
+            out["episodes"].append({
+                "rule": rule, "from_s": round(first * step, 3), "to_s": round((last + 1) * step, 3),
+                "seconds": round((last + 1 - first) * step, 3), "median": med, "bound": bound,
+                "low": min(vals) if vals else None, "high": max(vals) if vals else None,
+                "empty": sum(1 for v in series[first:last + 1] if v is None)})
+    out["episodes"].sort(key=lambda e: (e["from_s"], e["rule"]))
+    if judged:
+        out["stationary"] = not out["episodes"]
+    return out
+
+
+def stationarity_reason(st):
+    """The episodes of a stationarity() result in words, e.g. 'p99 above 10 x the median
+    second's 9.200 ms for 12 s, 37-49 s into the window (80.000-1,136.000 ms)'."""
+    words = []
+    for e in st.get("episodes") or []:
+        span = f"for {e['seconds']:g} s, {e['from_s']:g}-{e['to_s']:g} s into the window"
+        if e["rule"] == "p99":
+            what = (f"p99 above {STATIONARY_P99_FACTOR:g} x the median second's {e['median']:,.3f} ms"
+                    + (f" (and {STATIONARY_P99_FLOOR_MS:g} ms)" if e["bound"] == STATIONARY_P99_FLOOR_MS else ""))
+            rng = f"{e['low']:,.3f}-{e['high']:,.3f} ms" if e["low"] is not None else ""
+        else:
+            what = f"throughput below {STATIONARY_RPS_FRACTION:g} x the median second's {e['median']:,.0f} req/s"
+            rng = f"{e['low']:,.0f}-{e['high']:,.0f} req/s" if e["low"] is not None else ""
+        extra = ", ".join(x for x in (rng, f"{e['empty']} s without any response" if e["empty"] else "") if x)
+        words.append(f"{what} {span}" + (f" ({extra})" if extra else ""))
+    return "; ".join(words)
+
+
 def probe_problems(run):
     """[(flag, reason)] of what makes RUN's probe unusable as a saturation figure; [] when fine.
-    Flags: failed, no probe, not saturated, loadgen-bound, errors, other load."""
+    Flags: failed, no probe, not saturated, loadgen-bound, errors, other load, not stationary."""
     if run is None:
         return [("no result", "no result.json")]
     if run.get("failure"):
@@ -315,13 +403,16 @@ def probe_problems(run):
     if val.get("quiet") is False:
         out.append(("other load", f"other load on the server CPUs in the probe "
                     f"({fmt_pct(probe.get('server_cpus_other_pct'))} not the server)"))
+    st = stationarity(probe)
+    if st["stationary"] is False:
+        out.append(("not stationary", "the probe's window was not stationary: " + stationarity_reason(st)))
     return out
 
 
 def sustain_problems(run):
     """[(flag, reason)] of what makes RUN's constant-rate window unusable (rate not held,
-    errors, other load on the server CPUs, the load generator the bottleneck, no CPU figure);
-    [] when fine."""
+    errors, other load on the server CPUs, the load generator the bottleneck, no CPU figure,
+    not stationary); [] when fine."""
     if run is None:
         return [("no result", "no result.json")]
     if run.get("failure"):
@@ -356,6 +447,10 @@ def sustain_problems(run):
                     "not the server)"))
     if not is_num(run.get("req_per_cpu_sec")):
         out.append(("no CPU figure", "no server CPU figure"))
+    st = stationarity(run)
+    if st["stationary"] is False:
+        out.append(("not stationary", "the window was not stationary (its latency is not the server's "
+                    "steady tail): " + stationarity_reason(st)))
     return out
 
 
@@ -389,4 +484,6 @@ REMEDY = {
     "no probe": "re-run the batch",
     "no sustain": "re-run the batch",
     "no CPU figure": "re-run the batch; the server's CPU could not be read",
+    "not stationary": "the host or the server slowed down for seconds inside the window: run again "
+                      "on a quiet host (run_all.sh re-runs such pairs within its --budget)",
 }

@@ -10,7 +10,7 @@ import json
 import os
 
 from . import batch, rules, scaling, stats, sweep, threads, verdict
-from .fmt import LOADGEN_MARK, known, num, pct, plural, with_unit
+from .fmt import LOADGEN_MARK, STATIONARY_MARK, known, num, pct, plural, with_unit
 from .rules import is_num
 
 SCHEMA = 3
@@ -37,6 +37,9 @@ def brief(run):
                                               "saturation_reason", "validity")} if probe else None
     out["round"] = batch.round_of(run)
     out["latency_by_loadgen"] = bool((run.get("validity") or {}).get("sustain_loadgen_bound"))
+    # the constant-rate window's episodes (rules.stationarity), in words; None when stationary or not judged
+    st = rules.stationarity(run) if run.get("sustained_rps") is not None else {}
+    out["latency_not_stationary"] = rules.stationarity_reason(st) if st.get("stationary") is False else None
     iv = run.get("latency_p99_intervals")
     out["latency_p99_intervals"] = {k: v for k, v in iv.items() if k != "p99_ms"} if isinstance(iv, dict) else None
     return out
@@ -181,6 +184,11 @@ def build_index(batch_dir, target=None, generated=None):
                        "send_lag_p99_ms": rules.SEND_LAG_P99_MS, "own_lag_share": rules.OWN_LAG_SHARE,
                        "waited_fraction": rules.WAITED_FRACTION,
                        "other_load_pct": rules.OTHER_LOAD_PCT, "rate_held_fraction": rules.RATE_HELD_FRACTION,
+                       "stationary_p99_factor": rules.STATIONARY_P99_FACTOR,
+                       "stationary_p99_floor_ms": rules.STATIONARY_P99_FLOOR_MS,
+                       "stationary_rps_fraction": rules.STATIONARY_RPS_FRACTION,
+                       "stationary_run_intervals": rules.STATIONARY_RUN,
+                       "stationary_min_intervals": rules.STATIONARY_MIN_INTERVALS,
                        "min_pairs_for_interval": verdict.MIN_PAIRS,
                        "serial_thread_pct": rules.SERIAL_THREAD_PCT, "plateau_gain": rules.PLATEAU_GAIN,
                        "loadgen_thread_pct": rules.LOADGEN_THREAD_PCT},
@@ -204,11 +212,21 @@ def lag(r):
 
 
 def lat(r, key):
-    """A latency of brief R, marked when the load generator limited it."""
+    """A latency of brief R, marked when the load generator limited it or its window was not
+    stationary."""
     if r is None:
         return "no result"
     text = with_unit(r.get(key), 3, "ms")
-    return text + LOADGEN_MARK if r.get("latency_by_loadgen") and text != "n/a" else text
+    if text == "n/a":
+        return text
+    return text + (LOADGEN_MARK if r.get("latency_by_loadgen") else "") + (
+        STATIONARY_MARK if r.get("latency_not_stationary") else "")
+
+
+def not_stationary_notes(rows):
+    """'<mark> not stationary: RUN: EPISODE' for every brief of ROWS whose window was not, or []."""
+    return [f"{STATIONARY_MARK} not stationary, not the server's steady tail: {r.get('run')}: "
+            f"{r['latency_not_stationary']}." for r in rows if r and r.get("latency_not_stationary")]
 
 
 def intervals(r):
@@ -376,6 +394,9 @@ def render_markdown(index):
       f"{LOADGEN_MARK} marks a latency limited by the load generator (its CPU >= {rules.LOADGEN_CPU_PCT:g}% or its "
       f"own send lag p99 > {rules.SEND_LAG_P99_MS:g} ms and > {rules.OWN_LAG_SHARE:.0%} of its send lag p99): it "
       "measures the load generator's queue, not the server.")
+    for note in not_stationary_notes([r for _, _, r, _ in _server_rows(index)]):
+        w("")
+        w(note)
     if any(c.get("equal_load") for c in index["comparisons"]):
         per = interval_words(index)
         w("")
@@ -406,6 +427,9 @@ def render_markdown(index):
           f"p99 per {per}: the p99 of each {per} of the window, median (min-max); a tail made in a few seconds "
           "(a pause of the server or of the host) has a low median and a high maximum. The p99 ratio is of the first "
           f"equal-load pair. The {HANDLER_SPAN}.")
+        for note in not_stationary_notes([e for _, _, _, e in _server_rows(index)]):
+            w("")
+            w(note)
     if index.get("league"):
         for lg in index["league"]:
             w("")
