@@ -1,18 +1,23 @@
 #!/usr/bin/env node
 // server.js: the benchmark's contract (CONTRACT.md) in Node.js's own `http` module, no npm
 // packages: a template for benchmarking a server from elsewhere (servers/node-users.toml).
-// One process, one event loop, the users in memory (an array: user N at index N - 1); no
-// /metrics (optional in the contract: the runner then reports no handler latency).
-// Stops on SIGTERM or SIGINT: stops accepting, closes idle connections, exits 0.
+// One process, one event loop, the users in memory (an array: user N at index N - 1). Per
+// /users request it does the work the built-in servers do (CONTRACT.md "Same work"): the
+// bearer check, an X-Request-Id, the JSON rendered from the stored fields, one access-log
+// line. No /metrics (optional: the runner then reports no handler latency).
+// Stops on SIGTERM or SIGINT: stops accepting, closes idle connections, flushes the log, exits 0.
 'use strict';
 
+const fs = require('fs');
 const http = require('http');
 
 const USAGE = `usage: node server.js --port N [--host ADDR] [--bearer TOKEN] [--seed-users N]
+                      [--access-log FILE]
   --host        address to listen on (default 127.0.0.1)
   --port        TCP port (0: any free one)
   --bearer      the token /users requests must carry (default: $BEARER)
   --seed-users  users 1..N created at start as user-N / user-N@example.com (default 10000)
+  --access-log  one line per /users request, appended (default /dev/null: formatted, not kept)
 Prints 'listening on http://HOST:PORT' on stderr when ready.`;
 
 // ---- the command line: exit 2 with the usage on any error
@@ -22,7 +27,8 @@ function usageError(msg) {
 }
 
 function parseArgs(argv) {
-  const opt = { host: '127.0.0.1', port: null, bearer: process.env.BEARER || '', seedUsers: 10000 };
+  const opt = { host: '127.0.0.1', port: null, bearer: process.env.BEARER || '', seedUsers: 10000,
+    accessLog: '/dev/null' };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '-h' || a === '--help') {
@@ -30,11 +36,12 @@ function parseArgs(argv) {
       process.exit(0);
     }
     const key = a.split('=')[0];
-    if (!['--host', '--port', '--bearer', '--seed-users'].includes(key)) usageError(`unknown option '${a}'`);
+    if (!['--host', '--port', '--bearer', '--seed-users', '--access-log'].includes(key)) usageError(`unknown option '${a}'`);
     let val = a.includes('=') ? a.slice(a.indexOf('=') + 1) : argv[++i];
     if (val === undefined) usageError(`'${key}' needs a value`);
     if (key === '--host') opt.host = val;
     else if (key === '--bearer') opt.bearer = val;
+    else if (key === '--access-log') opt.accessLog = val;
     else {
       if (!/^[0-9]+$/.test(val)) usageError(`${key} must be a whole number, got '${val}'`);
       const n = Number(val);
@@ -53,13 +60,47 @@ function parseArgs(argv) {
 
 const opt = parseArgs(process.argv.slice(2));
 
-// ---- the store: ids are assigned in order, so user N lives at users[N - 1]
+// ---- the store: ids are assigned in order, so user N lives at users[N - 1]; responses are
+// rendered from these fields per request, as the built-in servers do (no cached bodies)
 const users = [];
 for (let i = 1; i <= opt.seedUsers; i++) {
-  users.push(JSON.stringify({ id: i, name: `user-${i}`, email: `user-${i}@example.com` }));
+  users.push({ id: i, name: `user-${i}`, email: `user-${i}@example.com` });
 }
 const LIST_MAX = 100;
 const BODY_MAX = 4096;
+
+// ---- the access log: "MS METHOD TARGET STATUS DURus REQUEST_ID" per /users request, buffered
+// and written at 64 KiB or every 100 ms (as the built-in servers' logger)
+let logFd;
+try {
+  logFd = fs.openSync(opt.accessLog, 'a');
+} catch (err) {
+  process.stderr.write(`node-users: cannot open access log '${opt.accessLog}': ${err.code}\n`);
+  process.exit(1);
+}
+let logBuf = '';
+function logFlush() {
+  if (logBuf !== '') {
+    fs.writeSync(logFd, logBuf);
+    logBuf = '';
+  }
+}
+setInterval(logFlush, 100).unref();
+function accessLog(req, status, t0, rid) {
+  const us = Number((process.hrtime.bigint() - t0) / 1000n);
+  logBuf += `${Date.now()} ${req.method} ${req.url.slice(0, 256)} ${status} ${us}us ${rid}\n`;
+  if (logBuf.length >= 65536) logFlush();
+}
+
+// X-Request-Id: the client's when it is 1..64 of [A-Za-z0-9._-], else 16 fresh hex digits
+const RID_OK = /^[A-Za-z0-9._-]{1,64}$/;
+function hex8() {
+  return ((Math.random() * 0x100000000) >>> 0).toString(16).padStart(8, '0');
+}
+function requestId(req) {
+  const given = req.headers['x-request-id'];
+  return typeof given === 'string' && RID_OK.test(given) ? given : hex8() + hex8();
+}
 
 // ---- responses: always Content-Length framed, so that keep-alive holds
 function send(res, status, type, body, extra) {
@@ -108,7 +149,7 @@ function listUsers(res, query) {
   }
   const page = users.slice(after, after + limit);
   const next = after + limit < users.length ? after + page.length : null;
-  return sendJson(res, 200, `{"users":[${page.join(',')}],"next":${next}}`);
+  return sendJson(res, 200, JSON.stringify({ users: page, next }));
 }
 
 function createUser(req, res) {
@@ -138,10 +179,9 @@ function createUser(req, res) {
     if (typeof email !== 'string' || Buffer.byteLength(email) < 3 || Buffer.byteLength(email) > 128 || !email.includes('@')) {
       return sendError(res, 400, 'email must be a string of 3..128 bytes containing @');
     }
-    const id = users.length + 1;
-    const body = JSON.stringify({ id, name, email });
-    users.push(body);
-    return sendJson(res, 201, body, { Location: `/users/${id}` });
+    const user = { id: users.length + 1, name, email };
+    users.push(user);
+    return sendJson(res, 201, JSON.stringify(user), { Location: `/users/${user.id}` });
   });
 }
 
@@ -162,6 +202,11 @@ function handle(req, res) {
     return send(res, 200, 'text/plain', 'pong');
   }
   if (path === '/users' || path.startsWith('/users/')) {
+    // the middleware of every /users request: a request id on the answer, a log line after it
+    const t0 = process.hrtime.bigint();
+    const rid = requestId(req);
+    res.setHeader('X-Request-Id', rid);
+    res.on('finish', () => accessLog(req, res.statusCode, t0, rid));
     if (!authorized(req)) {
       return drain(req, () => sendError(res, 401, req.headers.authorization ? 'invalid bearer token' : 'missing bearer token',
         { 'WWW-Authenticate': 'Bearer' }));
@@ -181,7 +226,7 @@ function handle(req, res) {
     const id = parseId(seg);
     if (id < 1) return sendError(res, 400, 'id must be a positive integer');
     if (id > users.length) return sendError(res, 404, 'user not found');
-    return sendJson(res, 200, users[id - 1]);
+    return sendJson(res, 200, JSON.stringify(users[id - 1]));
   }
   return drain(req, () => sendError(res, 404, 'not found'));
 }
@@ -203,9 +248,15 @@ server.listen({ host: opt.host, port: opt.port, backlog: 4096 }, () => {
 
 function stop(sig) {
   process.stderr.write(`node-users: ${sig} received, stopping\n`);
-  server.close(() => process.exit(0));
+  server.close(() => {
+    logFlush();
+    process.exit(0);
+  });
   server.closeIdleConnections();
-  setTimeout(() => process.exit(0), 2000).unref(); // busy connections get 2 s
+  setTimeout(() => {
+    logFlush();
+    process.exit(0);
+  }, 2000).unref(); // busy connections get 2 s
 }
 process.on('SIGTERM', () => stop('SIGTERM'));
 process.on('SIGINT', () => stop('SIGINT'));
