@@ -761,7 +761,7 @@ sweep_stop() {
 
 # sweep_step I N RATE BASE_RPS: step I of N (run in a subshell): results/<batch>/<server>-
 # <scenario>-sweep-II/, kind sweep, facts .sweep{step, steps, offered_rps, base_rps,
-# fraction_of_base, rates_given}; a fresh server (and database), the sanity check, RATE req/s
+# fraction_of_base, rates_given}; a fresh server (and database), the verify stage, RATE req/s
 # for the sweep step's warm-up and window, stop. Exits 1 through fail on any failure.
 sweep_step() {
     local i=$1 n=$2 rate=$3 base=$4
