@@ -204,8 +204,10 @@ if command -v nginx >/dev/null; then
     rc=$(run_rc --verify nginx-ping --batch=nginx)
     is "nginx-ping: ./runner.sh --verify nginx-ping passes" "$rc" 0
     [[ "$rc" == 0 ]] || show_err
-    ok "nginx-ping: master and worker in the tree" grep -q "start: nginx-ping (run.sh) pid [0-9]*, 2 process(es)" \
-        "$RESULTS_DIR/nginx/nginx-ping-s1-verify/runner.log"
+    nt=$(jq -r '.config.server_threads // 0' "$RESULTS_DIR/nginx/nginx-ping-s1-verify/result.json")
+    np=$(( nt == 1 ? 1 : nt + 1 ))   # one worker alone, else a master and a worker per CPU
+    ok "nginx-ping: $np process(es) in the tree for $nt server CPU(s)" \
+        grep -q "start: nginx-ping (run.sh) pid [0-9]*, $np process(es)" "$RESULTS_DIR/nginx/nginx-ping-s1-verify/runner.log"
 else
     n=$((n + 1)); echo "ok $n - nginx-ping: --verify # SKIP nginx not installed (scripts/deps.sh bench)"
 fi

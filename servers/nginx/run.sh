@@ -3,8 +3,10 @@
 # peer configuration of bench/vs-nginx.sh: keep-alive, access_log off, `return 200 "pong"`
 # on /ping, one worker per server CPU) and execs nginx in the foreground with RUN_DIR as its
 # prefix (pid file, temp paths and error log inside it), as root or as any other user.
-# The master stays (master_process on, nginx's production mode); the runner counts the
-# whole tree. Does not install nginx: scripts/deps.sh bench does (Debian's nginx-light).
+# One worker runs as a single process (master_process off: the one process that serves, as
+# vs-nginx.sh measured the worker alone, and its RSS is the server's); more run under a
+# master (the runner counts the whole tree). Does not install nginx: scripts/deps.sh bench
+# does (Debian's nginx-light).
 set -euo pipefail
 
 NGINX="${NGINX:-nginx}"   # the nginx binary
@@ -31,5 +33,7 @@ fi
 dir=$(cd "$1" && pwd)
 # shellcheck source=bench/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../../bench/lib.sh"
-bench_nginx_conf "$dir" "$3" 4096 "master_process on;" "$2" "$4"
+master=on
+[[ "$4" != 1 ]] || master=off
+bench_nginx_conf "$dir" "$3" 4096 "master_process $master;" "$2" "$4"
 exec "$NGINX" -p "$dir/" -c "$dir/nginx.conf" -e stderr
