@@ -555,8 +555,11 @@ def run(ctx, on_case=None):
 
 
 USAGE = """usage: python3 -m analysis verify URL MIX_FILE --bearer=TOKEN --seed-users=N [--json=FILE]
+                                  [--budget-sec=S]
 Checks the server at URL (http://HOST:PORT) against CONTRACT.md for the scenario whose mix
-is MIX_FILE; one line per case on stdout ("ok - CASE" or "FAIL - CASE: why"), then a summary.
+is MIX_FILE; one line per case on stdout ("ok - CASE" or "FAIL - CASE: why"), then a summary;
+--json writes the report ({passed, cases: [{name, ok, why}], failed, metrics, metrics_note}).
+Each request waits at most 5 s, the whole check S seconds (60); the cases left then fail.
 Exit: 0 every case passed, 1 a case failed, 2 usage."""
 
 
