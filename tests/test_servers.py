@@ -214,6 +214,33 @@ class Defs(unittest.TestCase):
         self.assertEqual([g["scenario"] for g in m["groups"]], ["s1", "s2", "s3"])
 
 
+    def test_matrix_selection_errors(self):
+        defs = servers.load_all(server_defs="")
+        for kw, words in ((dict(pairs=["async-mem,nginx-ping"], servers="async-mem"), "--servers without --baseline"),
+                          (dict(baseline="async-mem"), "--baseline needs --servers"),
+                          (dict(pairs=["async-mem,async-mem"]), "named twice"),
+                          (dict(pairs=["nginx-ping,async-sqlite"]), "share no selected scenario"),
+                          (dict(pairs=["async-mem,nginx-ping"], scenarios="s2"), "share no selected scenario")):
+            with self.assertRaises(servers.DefinitionError, msg=kw) as cm:
+                matrix.build(defs, **kw)
+            self.assertIn(words, str(cm.exception), kw)
+
+    def test_pairs_file_rules(self):
+        defs = servers.load_all(server_defs="")
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "pairs.toml")
+            for text, words in (('[[pair]]\ncandidate = "async-mem"\nbaseline = "async-mem"\n', "with itself"),
+                                ('[[pair]]\ncandidate = "node-users"\nbaseline = "async-mem"\nscenarios = ["s4"]\n',
+                                 "do not both serve s4"),
+                                ('decides = ["s1"]\n', "no [[pair]]")):
+                with open(path, "w", encoding="utf-8") as fh:
+                    fh.write(text)
+                with self.assertRaises(servers.DefinitionError) as cm:
+                    servers.load_pairs(path, defs)
+                self.assertIn(words, str(cm.exception))
+                self.assertIn(path, str(cm.exception))
+
+
 class Cli(unittest.TestCase):
     def run_cli(self, *args, env=None):
         e = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "runner"), SERVER_DEFS="")

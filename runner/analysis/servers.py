@@ -289,6 +289,8 @@ def load_pairs(path, defs):
         if not isinstance(p, dict) or set(p) - {"candidate", "baseline", "scenarios"} or \
                 not isinstance(p.get("candidate"), str) or not isinstance(p.get("baseline"), str):
             _fail(path, f"pair {i + 1}: needs candidate and baseline (names), optional scenarios")
+        if p["candidate"] == p["baseline"]:
+            _fail(path, f"pair {i + 1}: {p['candidate']} is compared with itself")
         try:
             shared = pair_scenarios(defs, p["candidate"], p["baseline"])
         except DefinitionError as err:
