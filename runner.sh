@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# runner.sh: one server x one scenario. Builds if needed, starts the server pinned to its
-# CPUs with a fresh store, sanity-checks the routes, probes saturation closed-loop, then
+# runner.sh: one server x one scenario. Builds if needed, starts the server (any definition
+# in servers/, SERVER_DEFS) pinned to its CPUs with a fresh store, verifies it keeps the
+# contract (CONTRACT.md), probes saturation closed-loop, then
 # sustains SAT_RATIO x saturation at a constant rate (or, for run_all.sh, only probes, or only
 # sustains a given rate; or, with --sweep, drives a fresh server at each rate of a sweep) and
 # records latency, CPU, RSS and the handler p99 into results/<batch>/<run>/result.json (see
@@ -12,15 +13,16 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # First of all, before anything is created: install what runs need when missing.
-case " $* " in *" -h "*|*" --help "*|*" --cpu-plan "*) ;; *) "$ROOT/scripts/deps.sh" run ;; esac
+# (--help, --cpu-plan and --list-servers read files only: they install and build nothing.)
+case " $* " in *" -h "*|*" --help "*|*" --cpu-plan "*|*" --list-servers "*) ;; *) "$ROOT/scripts/deps.sh" run ;; esac
 # shellcheck source=runner/lib.sh
 . "$ROOT/runner/lib.sh"
 # shellcheck source=runner/proc.sh
 . "$ROOT/runner/proc.sh"
 # shellcheck source=runner/host.sh
 . "$ROOT/runner/host.sh"
-# shellcheck source=runner/sanity.sh
-. "$ROOT/runner/sanity.sh"
+# shellcheck source=runner/server.sh
+. "$ROOT/runner/server.sh"
 # shellcheck source=runner/sweep.sh
 . "$ROOT/runner/sweep.sh"
 # shellcheck source=runner/remote.sh
@@ -46,7 +48,7 @@ GROUP_COMMIT="${GROUP_COMMIT:-}"          # --group-commit N for actor-server (u
 SEED_USERS="${SEED_USERS:-10000}"         # must match the mix files' id range
 REQ_TIMEOUT_SEC="${REQ_TIMEOUT_SEC:-10}"  # loadgen per-request timeout
 LOADGEN_TICK="${LOADGEN_TICK:-}"          # loadgen --tick at a constant rate (unset: its default)
-STOP_TIMEOUT_SEC="${STOP_TIMEOUT_SEC:-5}" # SIGTERM to exit, else SIGKILL and failure
+STOP_TIMEOUT_SEC="${STOP_TIMEOUT_SEC:-5}" # stop signal to exit, else SIGKILL and failure
 READY_TIMEOUT_SEC="${READY_TIMEOUT_SEC:-15}"
 ACCESS_LOG="${ACCESS_LOG:-/dev/null}"     # server --access-log (the logger still formats)
 TARGET_RPS="${TARGET_RPS:-}"              # set: skip the probe, sustain this rate (equal load)
@@ -81,8 +83,10 @@ AGENT_START_LEAD_SEC="${AGENT_START_LEAD_SEC:-3}"  # agents start this long afte
 AGENT_GRACE_SEC="${AGENT_GRACE_SEC:-15}"  # an agent still running this long (+ REQ_TIMEOUT_SEC) after its phase fails the run
 CLOCK_SAMPLES="${CLOCK_SAMPLES:-8}"       # ssh round trips per clock-offset measure
 
-SERVERS="actor-mem async-mem actor-sqlite async-sqlite"
-SCENARIOS="s1 s2 s3 s4"
+VERIFY_ONLY=0                             # 1: --verify (start, verify, stop; no load)
+# The server's definition, as definition_load reads it (servers/NAME.toml, SERVER_DEFS).
+def_file="" def_sha256="" def_ours=false def_build="" def_ready_path=/ping def_stop_signal=TERM
+def_scenarios="" def_program="" def_env_args="" store="" mix=""
 
 usage() {
     cat <<USAGE
@@ -90,9 +94,18 @@ usage: ./runner.sh [--help] <server> <scenario> [--quick] [--smoke] [--measure-s
                    [--warmup-sec=N] [--probe-sec=N] [--wrk-conns=N] [--wrk-threads=N]
                    [--batch=ID] [--probe-only] [--sweep [--rates=R1,R2,...]] [--check-only]
        ./runner.sh --cpu-plan
-  server:   $SERVERS
+       ./runner.sh --list-servers
+       ./runner.sh --verify <server> [<scenario>] [--batch=ID]
+  server:   a server definition, servers/<server>.toml or one in a SERVER_DEFS folder
+            (SERVER_DEFS=DIR1:DIR2; servers/README.md); the built-in ones are actor-mem,
+            async-mem (s1-s3), actor-sqlite and async-sqlite (s4)
   scenario: s1 (GET /ping), s2 (GET /users/:id, bearer), s3 (mixed, memory store),
-            s4 (mixed, sqlite store)
+            s4 (mixed, sqlite store); one the definition lists
+  --list-servers  every definition: name, scenarios, file, description (installs and
+                builds nothing)
+  --verify      only start the server, check it against CONTRACT.md for the scenario (every
+                scenario it lists when none is given), and stop it: exit 0 every case
+                passed, 1 a case failed (named on stdout and in result.json's failure)
   --quick       10 s warm-up, 15 s measure, 8 s probe (+2 s probe warm-up), sweep steps 2+4 s
   --smoke       a few seconds in all, for tests: probe 1+2 s, sustain 1+2 s, sweep steps 1+1 s,
                 32 connections
@@ -134,7 +147,8 @@ Load from other hosts (README "Running across machines"): LOADGEN_HOSTS (user@h1
   SSH_CONNECT_TIMEOUT_SEC (10) MAX_START_SKEW_MS (10) AGENT_START_LEAD_SEC (3)
   AGENT_GRACE_SEC (15) CLOCK_SAMPLES (8)
 Writes facts.json (raw), result.json (SPEC.md section 7), histogram.txt, loadgen.json,
-probe.json, server.log and runner.log. Progress: one line per phase on stderr.
+probe.json, server.cmd, server.log, verify.json, verify.log and runner.log. Progress: one
+line per phase on stderr.
 Exit status: 0 run completed (whatever its validity flags), 1 run failed (result.json
 says why; with --sweep: a step failed, the other steps still ran), 2 usage.
 USAGE
@@ -157,8 +171,27 @@ pick() {
     done
 }
 
-# parse_args ARGS...: sets server, scenario, mode, bin_name, store, mix and the durations,
-# connections, threads and CPUs; exits 2 on any usage error, before anything is created.
+# definition_load NAME [SCENARIO]: reads server NAME's definition (servers/NAME.toml or a
+# SERVER_DEFS folder, through runner/analysis/servers.py) into the def_* variables, and with
+# SCENARIO its store and mix file. A usage error (exit 2) for an unknown or broken
+# definition, an unknown scenario, or a scenario the definition does not list.
+definition_load() {
+    local plan
+    plan=$(analysis server-plan "$1" ${2:+"$2"} 2>&1) || usage_error "${plan#analysis server-plan: }"
+    local vars
+    vars=$(jq -r '@sh "def_file=\(.file) def_sha256=\(.sha256) def_ours=\(.ours) def_build=\(.build | join(" "))
+        def_ready_path=\(.ready_path) def_stop_signal=\(.stop_signal) def_scenarios=\(.scenarios | join(" "))
+        def_program=\(.program) def_env_args=\(.env_args | join(" "))
+        store=\(.store // "") mix=\(.mix // "")"' <<<"$plan") || usage_error "cannot read the definition of '$1': $plan"
+    eval "$vars"
+}
+
+# def_has_env_arg VAR: true when the definition adds arguments for the runner variable VAR.
+def_has_env_arg() { [[ " $def_env_args " == *" $1 "* ]]; }
+
+# parse_args ARGS...: sets server, scenario, mode, the def_* facts of its definition, store,
+# mix and the durations, connections, threads and CPUs; exits 2 on any usage error, before
+# anything is created.
 parse_args() {
     local opt_warmup="" opt_measure="" opt_probe="" opt_conns="" opt_threads="" arg
     local opt_rates="" have_rates=0 base_checked
@@ -180,31 +213,23 @@ parse_args() {
             --check-only) CHECK_ONLY=1 ;;
             --sweep) SWEEP=1 ;;
             --rates=*) opt_rates=${arg#*=} have_rates=1 ;;
+            --verify) VERIFY_ONLY=1 ;;
+            --list-servers) usage_error "--list-servers takes no other argument" ;;
             -*) usage_error "unknown option '$arg'" ;;
             *) positional+=("$arg") ;;
         esac
     done
-    [[ ${#positional[@]} -eq 2 ]] || usage_error "expected <server> <scenario>, got ${#positional[@]} arguments"
-    server=${positional[0]} scenario=${positional[1]}
-    case "$server" in
-        actor-mem) bin_name=actor-server store=memory ;;
-        async-mem) bin_name=async-server store=memory ;;
-        actor-sqlite) bin_name=actor-server store=sqlite ;;
-        async-sqlite) bin_name=async-server store=sqlite ;;
-        *) usage_error "unknown server '$server' (one of: $SERVERS)" ;;
-    esac
-    case "$scenario" in
-        s1) mix=s1_ping.mix ;;
-        s2) mix=s2_user_get.mix ;;
-        s3|s4) mix=s3_mixed.mix ;;
-        *) usage_error "unknown scenario '$scenario' (one of: $SCENARIOS)" ;;
-    esac
-    if [[ "$scenario" == s3 && "$store" != memory ]]; then
-        usage_error "scenario s3 uses the memory store: run it on actor-mem or async-mem"
+    if [[ "$VERIFY_ONLY" == 1 ]]; then
+        (( ${#positional[@]} == 1 || ${#positional[@]} == 2 )) ||
+            usage_error "--verify expects <server> [<scenario>], got ${#positional[@]} arguments"
+        if [[ "$PROBE_ONLY" == 1 || "$SWEEP" == 1 || $have_rates == 1 ]]; then
+            usage_error "--verify runs no load: it excludes --probe-only, --sweep and --rates"
+        fi
+    else
+        [[ ${#positional[@]} -eq 2 ]] || usage_error "expected <server> <scenario>, got ${#positional[@]} arguments"
     fi
-    if [[ "$scenario" == s4 && "$store" != sqlite ]]; then
-        usage_error "scenario s4 uses the sqlite store: run it on actor-sqlite or async-sqlite"
-    fi
+    server=${positional[0]} scenario=${positional[1]:-}
+    definition_load "$server" "$scenario"
 
     local p_warm p_meas p_probe p_pwarm p_conns p_swarm p_smeas
     read -r p_warm p_meas p_probe p_pwarm p_conns p_swarm p_smeas < <(mode_durations "$mode")
@@ -325,6 +350,7 @@ parse_args() {
     kind=saturation
     [[ -z "$TARGET_RPS" ]] || kind=equal-load
     [[ "$PROBE_ONLY" == 0 ]] || kind=probe
+    [[ "$VERIFY_ONLY" == 0 ]] || kind=verify
 }
 
 # ---- facts, result and failure ----------------------------------------------------------
@@ -350,7 +376,7 @@ fail() {
     exit 1
 }
 
-SERVER_PID="" LOADGEN_PID="" BG_PID="" DIED=""
+SERVER_PID="" SERVER_SID="" LOADGEN_PID="" BG_PID="" DIED=""
 cleanup() {
     local rc=$? pid
     # an exit through set -e, not through fail: still say in result.json that the run failed
@@ -362,27 +388,39 @@ cleanup() {
     fi
     # the edge sampler's sleep first (its parent is our own background job)
     if [[ -n "$BG_PID" ]]; then pkill -TERM -P "$BG_PID" 2>/dev/null || true; fi
-    for pid in "$BG_PID" "$LOADGEN_PID" "$SERVER_PID"; do
+    for pid in "$BG_PID" "$LOADGEN_PID"; do
         if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then
             kill -TERM "$pid" 2>/dev/null || true
         fi
     done
-    if [[ -n "$SERVER_PID" ]] && kill -0 "$SERVER_PID" 2>/dev/null; then
-        sleep 1
-        kill -KILL "$SERVER_PID" 2>/dev/null || true
-    fi
+    server_kill_tree
     remote_cleanup
     if [[ -n "${run_dir:-}" ]]; then rm -f "$run_dir/server.db" "$run_dir/server.db-wal" "$run_dir/server.db-shm"; fi
 }
 
-# server_died: sets DIED to how the (already exited) server ended, for failure messages.
-# Not in a subshell: only this shell can wait for its child.
+# server_kill_tree: ends whatever is left of the server's process tree (SERVER_SID, which
+# outlives SERVER_PID when the leader exited first): its stop signal, 1 s, then SIGKILL.
+server_kill_tree() {
+    [[ -n "$SERVER_SID" ]] || return 0
+    if [[ -n "$(server_tree_pids "$SERVER_SID")" ]]; then
+        server_signal "${def_stop_signal:-TERM}" "$SERVER_SID"
+        server_tree_wait "$SERVER_SID" "$(calc "$(clock_s) + 1")" || server_signal KILL "$SERVER_SID"
+        server_tree_wait "$SERVER_SID" "$(calc "$(clock_s) + 2")" ||
+            log_info "warning: processes of the server's tree outlived SIGKILL: $(server_tree_pids "$SERVER_SID" | paste -sd' ' -)"
+    fi
+    if [[ -n "$SERVER_PID" ]]; then wait "$SERVER_PID" 2>/dev/null || true; SERVER_PID=""; fi
+    SERVER_SID=""
+}
+
+# server_died: sets DIED to how the (already exited) server ended, for failure messages: its
+# exit status and the first line of server.log that reads like an error. Not in a subshell:
+# only this shell can wait for its child. What is left of its tree is ended by cleanup.
 server_died() {
     local st=0
     wait "$SERVER_PID" 2>/dev/null || st=$?
     SERVER_PID=""
     if (( st > 128 )); then DIED="killed by signal $((st - 128))"; else DIED="exit status $st"; fi
-    DIED="$DIED; server.log ends: $(tail -n 3 "$run_dir/server.log" | tr '\n' ' ')"
+    DIED="$DIED; server.log: $(server_log_error "$run_dir/server.log")"
 }
 
 # ---- phase: setup ---------------------------------------------------------------------------
@@ -405,20 +443,29 @@ setup_run() {
         --argjson warm "$warmup_sec" --argjson meas "$measure_sec" --argjson probe "$probe_sec" \
         --argjson pwarm "$probe_warmup_sec" --argjson ratio "$SAT_RATIO" \
         --argjson seed "$SEED_USERS" --argjson timeout "$REQ_TIMEOUT_SEC" \
-        --arg workers "$ACTOR_WORKERS" --arg bin "$bin_name" --arg access_log "$ACCESS_LOG" \
+        --arg workers "$ACTOR_WORKERS" --arg bin "$def_program" --arg access_log "$ACCESS_LOG" \
+        --argjson has_workers "$(def_has_env_arg ACTOR_WORKERS && echo true || echo false)" \
+        --argjson has_gc "$(def_has_env_arg GROUP_COMMIT && echo true || echo false)" \
+        --arg def_name "$server" --arg def_file "$def_file" --arg def_sha "$def_sha256" \
+        --argjson ours "$def_ours" --arg def_build "$def_build" --arg def_scs "$def_scenarios" \
+        --arg ready "$def_ready_path" --arg stop_sig "$def_stop_signal" \
         --arg target "$TARGET_RPS" --arg gc "$GROUP_COMMIT" --arg tick "$LOADGEN_TICK" \
         --arg addr "$SERVER_ADDR" --arg hosts "$LOADGEN_HOSTS" --arg agent_cpus "$AGENT_CPUS" \
         --argjson skew "$MAX_START_SKEW_MS" --argjson cpu_plan "$cpu_plan_json" \
         --argjson threads_srv "$n_server_threads" --arg threads_given "$SERVER_THREADS" \
         --argjson conns_given "$wrk_conns_given" --argjson pool "$(mode_durations "$mode" | cut -d' ' -f5)" \
         --arg round "$ROUND" --arg round_pos "$ROUND_POSITION" '
-        {mode: $mode, store: $store, mix: $mix, binary: $bin, affinity_mask: $mask,
+        {mode: $mode, store: (if $store == "" then null else $store end), mix: $mix, binary: $bin,
+         server_definition: {name: $def_name, file: $def_file, sha256: $def_sha, ours: $ours,
+             build: ($def_build | split(" ") | map(select(. != ""))), scenarios: ($def_scs | split(" ")),
+             ready_path: $ready, stop_signal: $stop_sig, command: null, env: null},
+         server_metrics: null, affinity_mask: $mask,
          server_cpus: $server_cpus, loadgen_cpus: $loadgen_cpus, server_cpu_count: $n_server,
          loadgen_cpu_count: $n_loadgen, cpus_disjoint: $disjoint, server_threads: $threads_srv,
          server_threads_given: ($threads_given != ""), oversubscribed: ($threads_srv > $n_server),
          cpu_plan: $cpu_plan,
-         actor_workers: (if $bin == "actor-server" then (if $workers == "" then 0 else ($workers | tonumber) end) else null end),
-         group_commit: (if $gc == "" or $bin != "actor-server" then 1 else ($gc | tonumber) end),
+         actor_workers: (if $has_workers then (if $workers == "" then 0 else ($workers | tonumber) end) else null end),
+         group_commit: (if $has_gc and $gc != "" then ($gc | tonumber) elif $has_gc or $ours then 1 else null end),
          wrk_conns: $conns, wrk_conns_given: $conns_given, conns_per_server_thread: ($pool / 4 | floor),
          wrk_threads: $threads, pipeline: 1,
          loadgen_tick: (if $tick == "" then null else $tick end),
@@ -453,73 +500,133 @@ setup_run() {
 }
 
 # ---- phase: build -------------------------------------------------------------------
+# phase_build: make the definition's own binaries (build = [...]; a server from elsewhere
+# builds nothing here) and the load generator (not for --verify), then pins this shell to
+# the load generator's CPUs.
 phase_build() {
-    server_bin="$BUILD/$bin_name" loadgen_bin="$BUILD/loadgen"
-    [[ "$server_bin" == /* ]] || server_bin="$ROOT/$server_bin"
+    local b targets=() made=()
+    loadgen_bin="$BUILD/loadgen"
     [[ "$loadgen_bin" == /* ]] || loadgen_bin="$ROOT/$loadgen_bin"
-    if [[ "$RUNNER_BUILD" == 1 && "$BUILD" == build ]]; then
-        if ! make -C "$ROOT" --no-print-directory -s "build/$bin_name" build/loadgen >"$run_dir/build.log" 2>&1; then
-            fail "build failed: make build/$bin_name build/loadgen (see build.log)"
+    build_dir="$BUILD"
+    [[ "$build_dir" == /* ]] || build_dir="$ROOT/$build_dir"
+    for b in $def_build; do targets+=("build/$b"); done
+    [[ "$VERIFY_ONLY" == 1 ]] || targets+=(build/loadgen)
+    if [[ "$RUNNER_BUILD" == 1 && "$BUILD" == build && ${#targets[@]} -gt 0 ]]; then
+        if ! make -C "$ROOT" --no-print-directory -s "${targets[@]}" >"$run_dir/build.log" 2>&1; then
+            fail "build failed: make ${targets[*]} (see build.log)"
         fi
     fi
-    [[ -x "$server_bin" ]] || fail "server binary $server_bin is missing (make build/$bin_name)"
-    [[ -x "$loadgen_bin" ]] || fail "load generator $loadgen_bin is missing (make build/loadgen)"
+    for b in $def_build; do
+        [[ -x "$build_dir/$b" ]] || fail "server binary $build_dir/$b is missing (make build/$b)"
+        made+=("$BUILD/$b")
+    done
+    if [[ "$VERIFY_ONLY" == 0 ]]; then
+        [[ -x "$loadgen_bin" ]] || fail "load generator $loadgen_bin is missing (make build/loadgen)"
+        made+=("$BUILD/loadgen")
+    fi
     mix_file="$MIX_DIR/$mix"
     [[ -r "$mix_file" ]] || fail "mix file $mix_file is missing"
-    log_info "build: ok ($BUILD/$bin_name, $BUILD/loadgen)"
+    if [[ -n "$def_build" ]]; then
+        log_info "build: ok (${made[*]})"
+    else
+        log_info "build: ok (${made[*]:-nothing}; $server is not built by this project)"
+    fi
     # From here on this script's own work (curl, jq, sampling) runs on the loadgen CPUs,
     # so that nothing but the server runs on the server's CPUs.
     taskset -pc "$LOADGEN_CPUS" $$ >/dev/null 2>&1 || log_info "warning: could not pin the runner to $LOADGEN_CPUS"
 }
 
 # ---- phase: start -------------------------------------------------------------------
+# phase_start: the definition's command with its placeholders filled (SPEC.md section 3),
+# its env, pinned to SERVER_CPUS, in the run folder, as the leader of a session of its own
+# (setsid: SERVER_PID leads every process it starts); server.cmd records the exact command.
+# Ready when ready_path answers 200 within READY_TIMEOUT_SEC and the port's listening
+# sockets are all the tree's (ours also print their "listening on" line).
 phase_start() {
+    local why
     if [[ -z "$PORT" ]]; then
         PORT=$("${ANALYSIS_PYTHON:-python3}" -c 'import socket, sys; s = socket.socket(); s.bind((sys.argv[1], 0)); print(s.getsockname()[1])' "$SERVER_ADDR") ||
             fail "could not find a free port on $SERVER_ADDR"
     fi
     fact .config.port "$PORT"
     url="http://$SERVER_ADDR:$PORT"
-    local args=("--store=$store" --host "$SERVER_ADDR" --port "$PORT" --threads "$n_server_threads"
-        --bearer "$BEARER" --seed-users "$SEED_USERS" --access-log "$ACCESS_LOG")
-    if [[ "$store" == sqlite ]]; then
-        rm -f "$run_dir/server.db" "$run_dir/server.db-wal" "$run_dir/server.db-shm"
-        args+=(--db "$run_dir/server.db")
+    if [[ -n "$(port_listeners "$PORT")" ]]; then
+        fail "port $PORT is already in use by another process (a listening socket before the start): set another PORT"
     fi
-    if [[ "$bin_name" == actor-server && -n "$ACTOR_WORKERS" ]]; then args+=(--workers "$ACTOR_WORKERS"); fi
-    # group commit is the actor server's store actor's (async-server accepts only 1)
-    if [[ "$bin_name" == actor-server && -n "$GROUP_COMMIT" ]]; then args+=("--group-commit=$GROUP_COMMIT"); fi
-    printf '%q ' taskset -c "$SERVER_CPUS" "$server_bin" "${args[@]}" >"$run_dir/server.cmd"
-    echo >>"$run_dir/server.cmd"
+    rm -f "$run_dir/server.db" "$run_dir/server.db-wal" "$run_dir/server.db-shm"
+    local values=("root=$ROOT" "build=$build_dir" "host=$SERVER_ADDR" "port=$PORT" "threads=$n_server_threads"
+        "db=$run_dir/server.db" "bearer=$BEARER" "seed_users=$SEED_USERS" "access_log=$ACCESS_LOG"
+        "run_dir=$run_dir")
+    local -a argv envs launch
+    analysis server-run "$server" "${values[@]}" >"$run_dir/.server.json" 2>"$run_dir/.server.err" ||
+        fail "the command of $def_file cannot be filled in: $(cat "$run_dir/.server.err")"
+    mapfile -d '' -t argv < <(jq -j '.command[] | (., "\u0000")' "$run_dir/.server.json")
+    mapfile -d '' -t envs < <(jq -j '.env | to_entries[] | ("\(.key)=\(.value)", "\u0000")' "$run_dir/.server.json")
+    fact .config.server_definition.command "$(jq -c .command "$run_dir/.server.json")"
+    fact .config.server_definition.env "$(jq -c .env "$run_dir/.server.json")"
+    rm -f "$run_dir/.server.json" "$run_dir/.server.err"
+    if [[ "${argv[0]}" == */* ]]; then
+        [[ -f "${argv[0]}" && -x "${argv[0]}" ]] || fail "the server program ${argv[0]} (command[0] of $def_file) is missing or not executable"
+    elif ! command -v "${argv[0]}" >/dev/null; then
+        fail "the server program '${argv[0]}' (command[0] of $def_file) is not on PATH"
+    fi
+    launch=(setsid taskset -c "$SERVER_CPUS")
+    if (( ${#envs[@]} > 0 )); then launch+=(env "${envs[@]}"); fi
+    launch+=("${argv[@]}")
+    { printf 'cd %q && ' "$run_dir"; printf '%q ' "${launch[@]}"; echo; } >"$run_dir/server.cmd"
     local t_start ready_rc=0
     t_start=$(clock_s)
-    (cd "$run_dir" && exec taskset -c "$SERVER_CPUS" "$server_bin" "${args[@]}") \
-        >"$run_dir/server.log" 2>&1 </dev/null &
-    SERVER_PID=$!
-    ping_wait "$url" "$SERVER_PID" "$READY_TIMEOUT_SEC" || ready_rc=$?
+    (cd "$run_dir" && exec "${launch[@]}") >"$run_dir/server.log" 2>&1 </dev/null &
+    SERVER_PID=$! SERVER_SID=$!
+    server_ready_wait "$url$def_ready_path" "$SERVER_PID" "$READY_TIMEOUT_SEC" || ready_rc=$?
     case "$ready_rc" in
         0) ;;
-        1) server_died; fail "server exited before answering /ping ($DIED)" ;;
-        *) fail "server did not answer /ping within ${READY_TIMEOUT_SEC} s" ;;
+        1) server_died; fail "server exited before $def_ready_path answered 200 ($DIED)" ;;
+        *) fail "server did not answer $def_ready_path with 200 within ${READY_TIMEOUT_SEC} s (READY_TIMEOUT_SEC); server.log: $(server_log_error "$run_dir/server.log")" ;;
     esac
-    # The port was free when picked; make sure it is our server that answered.
-    if ! grep -Eq "listening on http://${SERVER_ADDR//./\\.}:$PORT([^0-9]|\$)" "$run_dir/server.log"; then
-        fail "/ping answered on port $PORT but server.log has no 'listening on $url' (another process on the port?)"
+    if [[ "$(ps -o sid= -p "$SERVER_PID" | tr -d ' ')" != "$SERVER_PID" ]]; then
+        fail "the server (pid $SERVER_PID) does not lead a session of its own (setsid): its process tree cannot be told apart"
     fi
-    log_info "start: $bin_name --store=$store pid $SERVER_PID on $SERVER_ADDR port $PORT, $n_server_threads thread(s) on CPUs $SERVER_CPUS, ready in $(calc "$(clock_s) - $t_start") s"
+    # The port was free before the start: make sure it is this tree that answers on it.
+    why=$(server_owns_port "$SERVER_PID" "$PORT") || fail "$def_ready_path answered on port $PORT, but $why"
+    if [[ "$def_ours" == true ]] &&
+        ! grep -Eq "listening on http://${SERVER_ADDR//./\\.}:$PORT([^0-9]|\$)" "$run_dir/server.log"; then
+        fail "$def_ready_path answered on port $PORT but server.log has no 'listening on $url' (another process on the port?)"
+    fi
+    local n_procs
+    n_procs=$(server_tree_pids "$SERVER_PID" | wc -l)
+    log_info "start: $server (${argv[0]##*/}) pid $SERVER_PID, $n_procs process(es), on $SERVER_ADDR port $PORT, $n_server_threads thread(s) on CPUs $SERVER_CPUS, ready in $(calc "$(clock_s) - $t_start") s"
 }
 
-# ---- phase: sanity ------------------------------------------------------------------
-phase_sanity() {
-    local why
-    if ! why=$(sanity_check "$url" "$scenario" "$BEARER"); then
-        fail "sanity check failed: $why"
+# ---- phase: verify ------------------------------------------------------------------
+# phase_verify: the contract check before any load (CONTRACT.md; runner/analysis/verify.py):
+# every case listed in verify.log, the report in verify.json. A failed case fails the run
+# (result.json's failure names it); none of the figures are measured then. Records whether
+# the server's /metrics can give the handler figures (config.server_metrics).
+phase_verify() {
+    local rc=0 n bad first
+    analysis verify "$url" "$mix_file" --bearer="$BEARER" --seed-users="$SEED_USERS" \
+        --json="$run_dir/verify.json" >"$run_dir/verify.log" 2>&1 || rc=$?
+    if [[ "$VERIFY_ONLY" == 1 ]]; then cat "$run_dir/verify.log"; fi
+    if (( rc != 0 && rc != 1 )) || [[ ! -s "$run_dir/verify.json" ]]; then
+        fail "verify could not run (exit $rc): $(tail -n 3 "$run_dir/verify.log" | tr '\n' ' ')"
     fi
-    case "$scenario" in
-        s1) log_info "sanity: GET /ping 200 pong, GET /metrics 200" ;;
-        s2) log_info "sanity: GET /ping, /metrics, /users/1 200; 401 without or with a wrong bearer" ;;
-        *) log_info "sanity: GET /ping, /metrics, /users/1, /users?limit 200; POST /users 201; 401 without the bearer" ;;
-    esac
+    n=$(jq '.cases | length' "$run_dir/verify.json")
+    bad=$(jq '.failed | length' "$run_dir/verify.json")
+    if (( rc != 0 || bad > 0 )); then
+        first=$(jq -r '[.cases[] | select(.ok | not) | "\(.name): \(.why)"] | .[:3] | join("; ")' "$run_dir/verify.json")
+        (( bad <= 3 )) || first="$first; and $((bad - 3)) more"
+        fail "verify: $bad of $n contract cases failed (CONTRACT.md; verify.log): $first"
+    fi
+    server_metrics=$(jq '.metrics' "$run_dir/verify.json")
+    fact .config.server_metrics "$server_metrics"
+    log_info "verify: $n of $n contract cases passed (CONTRACT.md); $(jq -r '.metrics_note' "$run_dir/verify.json")"
+}
+
+# metrics_prefix: the scrape files' prefix for run_load, empty (no scrapes, handler figures
+# null) when the server has no usable /metrics.
+metrics_prefix() {
+    if [[ "${server_metrics:-false}" == true ]]; then echo "$run_dir/metrics"; fi
 }
 
 # ---- load generator ---------------------------------------------------------------------
@@ -679,35 +786,46 @@ phase_probe() {
 phase_sustain() {
     local target=$1
     log_info "sustain: constant $target req/s, ${warmup_sec} s warm-up (discarded) + ${measure_sec} s measured ..."
-    run_load sustain "$target" "$warmup_sec" "$measure_sec" "$run_dir/loadgen.json" "$run_dir/histogram.txt" "$run_dir/metrics"
+    run_load sustain "$target" "$warmup_sec" "$measure_sec" "$run_dir/loadgen.json" "$run_dir/histogram.txt" "$(metrics_prefix)"
     log_info "sustain: $(analysis line "$run_dir" sustain)"
 }
 
 # ---- phase: stop ----------------------------------------------------------------------------
 phase_stop() {
-    local hwm_kb t_stop deadline exit_code=0 stop_s
+    local hwm_kb t_stop deadline exit_code=0 stop_s sig=$def_stop_signal left signum how
     # the whole process tree's (a wrapper, a master and its workers): each process's own peak, summed
     if ! hwm_kb=$(proc_tree_hwm_kb "$SERVER_PID"); then server_died; fail "server exited before it was stopped ($DIED)"; fi
     fact .stop.rss_kb "$hwm_kb"
     t_stop=$(clock_s)
-    kill -TERM "$SERVER_PID"
+    # the stop signal to the leader first (a master stops its workers its own way), then to
+    # every other process of its tree (a wrapper script's child, which no one forwards it to)
+    server_signal "$sig" "$SERVER_PID"
     deadline=$(calc "$t_stop + $STOP_TIMEOUT_SEC")
-    while kill -0 "$SERVER_PID" 2>/dev/null && awk -v t="$(clock_s)" -v d="$deadline" 'BEGIN { exit !(t < d) }'; do
-        sleep 0.05
-    done
-    if kill -0 "$SERVER_PID" 2>/dev/null; then
-        kill -KILL "$SERVER_PID" 2>/dev/null || true
+    if ! server_tree_wait "$SERVER_SID" "$deadline"; then
+        left=$(server_tree_pids "$SERVER_SID" | wc -l)
+        server_signal KILL "$SERVER_SID"
+        server_tree_wait "$SERVER_SID" "$(calc "$(clock_s) + 2")" || true
         wait "$SERVER_PID" 2>/dev/null || true
-        SERVER_PID=""
+        SERVER_PID="" SERVER_SID=""
         fact .stop '{"code": null, "killed": true}'
-        fail "server did not exit within ${STOP_TIMEOUT_SEC} s of SIGTERM (killed)"
+        fail "server did not exit within ${STOP_TIMEOUT_SEC} s of SIG$sig: $left process(es) of its tree killed"
     fi
     wait "$SERVER_PID" || exit_code=$?
-    SERVER_PID=""
+    SERVER_PID="" SERVER_SID=""
     stop_s=$(calc "$(clock_s) - $t_stop")
     fact .stop "{\"rss_kb\": $hwm_kb, \"code\": $exit_code, \"killed\": false, \"stop_s\": $stop_s}"
-    (( exit_code == 0 )) || fail "server exited $exit_code after SIGTERM (want 0): $(tail -n 3 "$run_dir/server.log" | tr '\n' ' ')"
-    log_info "stop: exited 0 in $stop_s s after SIGTERM, peak RSS $(awk -v k="$hwm_kb" 'BEGIN { printf "%.1f", k / 1024 }') MB"
+    signum=$(kill -l "$sig")
+    # Ours handle the signal and exit 0; a server from elsewhere may also end by the signal's
+    # default action (a runtime without a handler: exit status 128 + its number).
+    how="exited 0"
+    if (( exit_code != 0 )); then
+        if [[ "$def_ours" == false ]] && (( exit_code == 128 + signum )); then
+            how="ended by SIG$sig (status $exit_code)"
+        else
+            fail "server exited $exit_code after SIG$sig (want 0$([[ "$def_ours" == true ]] || echo " or $((128 + signum))")): $(tail -n 3 "$run_dir/server.log" | tr '\n' ' ')"
+        fi
+    fi
+    log_info "stop: $how in $stop_s s after SIG$sig, no process of its tree left, peak RSS $(awk -v k="$hwm_kb" 'BEGIN { printf "%.1f", k / 1024 }') MB"
 }
 
 # ---- phase: sweep ---------------------------------------------------------------------------
@@ -766,7 +884,7 @@ sweep_stop() {
 
 # sweep_step I N RATE BASE_RPS: step I of N (run in a subshell): results/<batch>/<server>-
 # <scenario>-sweep-II/, kind sweep, facts .sweep{step, steps, offered_rps, base_rps,
-# fraction_of_base, rates_given}; a fresh server (and database), the sanity check, RATE req/s
+# fraction_of_base, rates_given}; a fresh server (and database), the verify stage, RATE req/s
 # for the sweep step's warm-up and window, stop. Exits 1 through fail on any failure.
 sweep_step() {
     local i=$1 n=$2 rate=$3 base=$4
@@ -784,15 +902,66 @@ sweep_step() {
     trap 'fail "interrupted by a signal"' INT TERM
     phase_build
     phase_start
-    phase_sanity
+    phase_verify
     log_info "step $i/$n: constant $rate req/s ($(fmt_num "$(calc "100 * $rate / $base")" 1)% of $base req/s), ${warmup_sec} s warm-up (discarded) + ${measure_sec} s measured ..."
-    run_load sustain "$rate" "$warmup_sec" "$measure_sec" "$run_dir/loadgen.json" "$run_dir/histogram.txt" "$run_dir/metrics"
+    run_load sustain "$rate" "$warmup_sec" "$measure_sec" "$run_dir/loadgen.json" "$run_dir/histogram.txt" "$(metrics_prefix)"
     phase_stop
     fact_str .timestamps.end "$(now_iso)"
     # one Python call writes the complete result.json and prints the step's line (0.5 s a call)
     local line
     line=$(analysis line "$run_dir" sustain 2>>"$LOG_FILE") || fail "building result.json failed (see runner.log)"
     log_info "step $i/$n: $line"
+    trap - INT TERM
+}
+
+# list_servers: ./runner.sh --list-servers: every definition (servers/ and SERVER_DEFS) with
+# its scenarios, file and description; exit 2 when a definition is broken or a name is
+# defined twice. Reads files only.
+list_servers() {
+    local out name scs path desc
+    out=$(analysis servers 2>&1) || { echo "runner.sh: ${out#analysis servers: }" >&2; exit 2; }
+    printf '%-16s %-12s %-36s %s\n' SERVER SCENARIOS FILE DESCRIPTION
+    while IFS=$'\t' read -r name scs path desc; do
+        [[ -n "$name" ]] || continue
+        printf '%-16s %-12s %-36s %s\n' "$name" "$scs" "${path#"$ROOT"/}" "$desc"
+    done <<<"$out"
+}
+
+# verify_main: ./runner.sh --verify NAME [SCENARIO]: for the scenario (or each one the
+# definition lists) a run of kind verify in results/<batch>/NAME-SCENARIO-verify/: build,
+# start, verify, stop, each scenario on a fresh server in a subshell of its own. Returns 1
+# when a scenario failed, after checking every one.
+verify_main() {
+    local scs=${scenario:-$def_scenarios} sc failed=0 n=0
+    for sc in $scs; do
+        n=$((n + 1))
+        ( verify_one "$sc" ) || failed=$((failed + 1))
+        PORT=$PORT_GIVEN RUNNER_BUILD=0   # the first run built (or checked) the binaries
+    done
+    LOG_TAG="runner $server verify" LOG_FILE=""
+    if (( failed == 0 )); then
+        log_info "PASS: $server keeps the contract (CONTRACT.md) on $scs -> $RESULTS_DIR/$BATCH/"
+    else
+        log_info "FAIL: $server broke the contract on $failed of $n scenario(s) (the failing cases above; verify.log in $RESULTS_DIR/$BATCH/$server-*-verify/)"
+    fi
+    (( failed == 0 ))
+}
+
+# verify_one SCENARIO: one verify run (in a subshell); exits 1 through fail when a case fails.
+verify_one() {
+    scenario=$1 RUN_SUFFIX=-verify
+    definition_load "$server" "$scenario"
+    setup_run
+    LAST_ERR=""
+    trap 'LAST_ERR="line $LINENO: $BASH_COMMAND"' ERR
+    trap cleanup EXIT
+    trap 'fail "interrupted by a signal"' INT TERM
+    phase_build
+    phase_start
+    phase_verify
+    phase_stop
+    fact_str .timestamps.end "$(now_iso)"
+    build_result
     trap - INT TERM
 }
 
@@ -805,8 +974,16 @@ main() {
         # the plan alone: nothing built, installed or run (works before scripts/deps.sh)
         if [[ "$a" == --cpu-plan ]]; then cpu_plan_run; exit $?; fi
     done
+    if [[ $# -eq 1 && "$1" == --list-servers ]]; then
+        list_servers
+        return
+    fi
     parse_args "$@"
     if [[ "$CHECK_ONLY" == 1 ]]; then return 0; fi
+    if [[ "$VERIFY_ONLY" == 1 ]]; then
+        verify_main
+        return
+    fi
     if [[ "$SWEEP" == 1 && -n "$SWEEP_BASE_RPS" ]]; then
         # run_all.sh --sweep: the probes are done; only the steps
         phase_sweep "$SWEEP_BASE_RPS"
@@ -820,7 +997,7 @@ main() {
     phase_build
     if remote_enabled; then remote_setup; fi
     phase_start
-    phase_sanity
+    phase_verify
     local target=$TARGET_RPS
     if [[ -z "$TARGET_RPS" ]]; then
         phase_probe

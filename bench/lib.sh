@@ -52,16 +52,17 @@ bench_wait_port() {
     return 1
 }
 
-# bench_nginx_conf DIR PORT [WORKER_CONNECTIONS] [MAIN_DIRECTIVES]: writes DIR/nginx.conf for the peer
-# server of the comparisons: one worker, daemon off, own prefix and pid file, access_log
-# off, `location = /ping { return 200 "pong"; }`, keep-alive connections never closed
-# for their request count (as our servers); MAIN_DIRECTIVES go first (e.g. "master_process
-# off;"). Run it with: nginx -p DIR -c DIR/nginx.conf
+# bench_nginx_conf DIR PORT [WORKER_CONNECTIONS] [MAIN_DIRECTIVES] [HOST] [WORKERS]: writes
+# DIR/nginx.conf for the peer server of the comparisons: WORKERS workers (1), daemon off, own
+# prefix and pid file, access_log off, `location = /ping { return 200 "pong"; }`, keep-alive
+# connections never closed for their request count (as our servers), listening on HOST
+# (127.0.0.1); MAIN_DIRECTIVES go first (e.g. "master_process off;"). Run it with:
+# nginx -p DIR -c DIR/nginx.conf (servers/nginx/run.sh: the runner's nginx-ping)
 bench_nginx_conf() {
     mkdir -p "$1/logs"
     cat >"$1/nginx.conf" <<EOC
 ${4:-}
-worker_processes 1;
+worker_processes ${6:-1};
 worker_rlimit_nofile ${3:-4096};
 daemon off;
 pid $1/nginx.pid;
@@ -77,7 +78,7 @@ http {
     uwsgi_temp_path $1/uwsgi;
     scgi_temp_path $1/scgi;
     server {
-        listen 127.0.0.1:$2 backlog=4096;
+        listen ${5:-127.0.0.1}:$2 backlog=4096;
         location = /ping { return 200 "pong"; }
     }
 }

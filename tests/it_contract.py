@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """it_contract: the server contract (README.md "Running a server by hand": flags and routes;
-SPEC.md "HTTP handling"), end to end, against the real binary on a free loopback port. Server-agnostic: SERVER picks the binary (default
+SPEC.md "HTTP handling"; CONTRACT.md), end to end, against the real binary on a free loopback
+port. The benchmark contract's cases are runner.sh's own verify stage
+(runner/analysis/verify.py), run here unchanged on a server seeded like a run's. Server-agnostic: SERVER picks the binary (default
 build/async-server), STORE picks memory or sqlite (both when unset), so the actor server
 runs the same checks unchanged. Raw sockets where status and close behaviour matter,
 http.client elsewhere. Python 3 stdlib only; prints TAP on stdout, diagnostics as '#'.
@@ -20,7 +22,9 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "runner"))
 from reliability_lib import parse_head  # noqa: E402
+from analysis import servers as server_defs, verify  # noqa: E402
 
 SERVER = os.environ.get("SERVER", os.environ.get("BUILD", "build") + "/async-server")
 STORES = [os.environ["STORE"]] if os.environ.get("STORE") else ["memory", "sqlite"]
@@ -191,15 +195,16 @@ def req(port, method, target, headers=None, body=None):
 # ---------------------------------------------------------------- server process
 
 class Server:
-    def __init__(self, store, tmpdir):
-        self.db = os.path.join(tmpdir, "it-%s.db" % store)
-        self.log = os.path.join(tmpdir, "access-%s.log" % store)
-        self.err_path = os.path.join(tmpdir, "stderr-%s.txt" % store)
+    def __init__(self, store, tmpdir, seed=SEED, name=""):
+        name = name or store
+        self.db = os.path.join(tmpdir, "it-%s.db" % name)
+        self.log = os.path.join(tmpdir, "access-%s.log" % name)
+        self.err_path = os.path.join(tmpdir, "stderr-%s.txt" % name)
         for p in (self.db, self.db + "-wal", self.db + "-shm", self.log):
             if os.path.exists(p):
                 os.unlink(p)
         args = [SERVER, "--port", "0", "--threads", THREADS, "--store=" + store, "--db", self.db,
-                "--seed-users", str(SEED), "--bearer", BEARER, "--access-log", self.log]
+                "--seed-users", str(seed), "--bearer", BEARER, "--access-log", self.log]
         args += EXTRA_ARGS
         self.err = open(self.err_path, "wb")
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=self.err)
@@ -753,6 +758,29 @@ def run_store(store, tmpdir):
         srv.kill()
 
 
+# The scenarios of each store, as the built-in definitions list them (servers/*.toml).
+VERIFY_SCENARIOS = {"memory": ("s1", "s2", "s3"), "sqlite": ("s4",)}
+VERIFY_SEED = 10000  # the mix files' id range: a run's SEED_USERS
+
+
+def run_verify(store, tmpdir):
+    """runner.sh's verify stage (the same cases, verify.cases) against a fresh server seeded
+    like a run's, for each scenario of the store: one TAP line per case."""
+    srv = Server(store, tmpdir, seed=VERIFY_SEED, name="verify-" + store)
+    try:
+        if not T.ok(srv.port is not None, "[verify %s] server starts" % store, srv.stderr_text()[-2000:]):
+            return
+        for sc in VERIFY_SCENARIOS[store]:
+            mix = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "loadgen-scripts",
+                               server_defs.MIXES[sc])
+            ctx = verify.Ctx("http://127.0.0.1:%d" % srv.port, mix, BEARER, VERIFY_SEED)
+            rep = verify.run(ctx, lambda name, ok, why, sc=sc: T.ok(ok, "[verify %s %s] %s" % (sc, store, name), why))
+            T.ok(rep["metrics"], "[verify %s %s] /metrics gives the handler figures" % (sc, store),
+                 rep["metrics_note"])
+    finally:
+        srv.kill()
+
+
 def main():
     if not os.access(SERVER, os.X_OK):
         print("1..0 # SKIP %s not built" % SERVER)
@@ -763,6 +791,7 @@ def main():
         check_max_conns_and_env_bearer(tmpdir)
         for store in STORES:
             run_store(store, tmpdir)
+            run_verify(store, tmpdir)
     print("1..%d" % T.n)
     print("# %s: %d checks, %d failed, %.1f s" % (SERVER, T.n, T.failed, time.monotonic() - t0))
     return 1 if T.failed else 0

@@ -126,7 +126,7 @@ res="$run/result.json"
 ok "result.json is JSON" quiet jq -e . "$res"
 [[ -f "$res" ]] || echo '{}' >"$res"
 ok "a progress line per phase on stderr" \
-    bash -c "for p in build start sanity probe sustain stop; do grep -q \"] \$p: \" '$TMP/runner.err' || exit 1; done"
+    bash -c "for p in build start verify probe sustain stop; do grep -q \"] \$p: \" '$TMP/runner.err' || exit 1; done"
 
 n_srv=$(jq '.config.server_cpu_count // 1' "$res")
 n_lg=$(jq '.config.loadgen_cpu_count // 1' "$res")

@@ -53,13 +53,19 @@ USAGE = """usage: python3 -m analysis COMMAND ARGS   (with runner/ on PYTHONPATH
                                  description, tab-separated, one line each
   server NAME FIELD              one field of a definition: scenarios, ready_path,
                                  stop_signal, build, path or description
+  server-plan NAME [SCENARIO]    what runner.sh needs of a definition (on SCENARIO), as
+                                 JSON (servers.plan); exit 2 when SCENARIO is not one it lists
   server-command NAME KEY=VALUE...
                                  the command of a definition with its placeholders filled,
                                  each argument followed by a NUL byte (env_args from the
                                  environment)
   server-env NAME KEY=VALUE...   its extra environment, KEY=VALUE each followed by NUL
+  server-run NAME KEY=VALUE...   both as JSON: {"command": [argv], "env": {name: value}}
   matrix [--pair=A,B]... [--pairs=FILE] [--servers=LIST] [--baseline=NAME]
          [--scenarios=LIST]      what a batch runs (matrix.py), as JSON
+  verify URL MIX_FILE --bearer=TOKEN --seed-users=N [--json=FILE]
+                                 check the server at URL against CONTRACT.md for the
+                                 scenario of MIX_FILE (verify.py); exit 1 when a case fails
 Definitions are read from servers/ and SERVER_DEFS; a bad definition or selection exits 2."""
 
 
@@ -168,7 +174,9 @@ def _servers_cmd(cmd, args):
             if value is None:
                 raise servers.DefinitionError(f"no field '{args[1]}'")
             print(value)
-        elif cmd in ("server-command", "server-env") and args:
+        elif cmd == "server-plan" and len(args) in (1, 2):
+            print(json.dumps(servers.plan(defs, args[0], args[1] if len(args) == 2 else None)))
+        elif cmd in ("server-command", "server-env", "server-run") and args:
             values = {}
             for kv in args[1:]:
                 key, eq, val = kv.partition("=")
@@ -176,6 +184,9 @@ def _servers_cmd(cmd, args):
                     raise servers.DefinitionError(f"expected KEY=VALUE, got '{kv}'")
                 values[key] = val
             argv, env = servers.expand(servers.get(defs, args[0]), values)
+            if cmd == "server-run":
+                print(json.dumps({"command": argv, "env": env}))
+                return 0
             items = argv if cmd == "server-command" else [f"{k}={v}" for k, v in env.items()]
             sys.stdout.write("".join(x + "\0" for x in items))
         elif cmd == "matrix":
@@ -292,7 +303,7 @@ def main(argv):
             root = os.environ.get("CPU_TOPOLOGY_ROOT") or cpuplan.DEFAULT_ROOT
             for p in scaling.plan(scaling.parse_counts(args[0]), scaling.parse_cpus(args[1]), root, smt):
                 print(" ".join(str(x) for x in p))
-        elif cmd in ("servers", "server", "server-command", "server-env", "matrix"):
+        elif cmd in ("servers", "server", "server-plan", "server-command", "server-env", "server-run", "matrix"):
             return _servers_cmd(cmd, args)
 
         elif cmd == "cpu-plan":
@@ -307,6 +318,10 @@ def main(argv):
                 run = json.load(fh, parse_constant=rules.json_null_constant)
             n = (run.get("config") or {}).get("server_cpu_count") or 1
             print("yes" if rules.plateau_needed(run.get("probe"), n) else "no")
+
+        elif cmd == "verify":
+            from . import verify
+            return verify.main(args)
         elif cmd == "headline" and len(args) == 1:
             with open(os.path.join(args[0], "index.json"), encoding="utf-8") as fh:
                 v = json.load(fh)["verdict"]

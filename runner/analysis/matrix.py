@@ -68,6 +68,10 @@ def build(defs, pairs=None, pairs_file=None, servers=None, baseline=None, scenar
     chosen = [x for x in (pairs and "--pair", pairs_file and "--pairs", baseline and "--baseline") if x]
     if len(chosen) > 1:
         raise sv.DefinitionError(f"{' and '.join(chosen)} exclude each other")
+    if servers is not None and baseline is None and (pairs or pairs_file):
+        raise sv.DefinitionError(f"--servers without --baseline limits the default pairs: it excludes {chosen[0]}")
+    if baseline is not None and servers is None:
+        raise sv.DefinitionError("--baseline needs --servers (the servers to compare with it)")
     groups, selection = [], "default"
     if baseline is not None:
         selection = "league"

@@ -4,12 +4,15 @@ the default matrix are described (servers/README.md gives the keys).
 Reads files only; never starts a server. Every error is a DefinitionError whose message names
 the file, so that a caller can print it as a usage error.
 """
+import hashlib
 import os
 import re
 import tomllib
 
 NAME_RE = re.compile(r"^[A-Za-z0-9._-]+$")
 SCENARIOS = ("s1", "s2", "s3", "s4")
+# The mix file of each scenario (loadgen-scripts/): s4 is s3's traffic on a SQLite store.
+MIXES = {"s1": "s1_ping.mix", "s2": "s2_user_get.mix", "s3": "s3_mixed.mix", "s4": "s3_mixed.mix"}
 PLACEHOLDERS = ("root", "build", "host", "port", "threads", "db", "bearer", "seed_users", "access_log",
                 "run_dir")
 SIGNALS = ("TERM", "INT", "QUIT", "HUP", "USR1", "USR2")
@@ -44,6 +47,25 @@ class Server:
 
     def serves(self, scenario):
         return scenario in self.scenarios
+
+    def uses(self, placeholder):
+        """True when the command, env or env_args hold {PLACEHOLDER}."""
+        texts = list(self.command) + list(self.env.values()) + [a for v in self.env_args.values() for a in v]
+        return any(m.group(1) == placeholder for t in texts for m in FIELD_RE.finditer(t))
+
+    @property
+    def store(self):
+        """The store its runs use, for config.store: "sqlite" when it takes {db} (a fresh SQLite
+        file per run), "memory" when it serves s3 (the mixed traffic on a memory store) or is
+        one of ours (build), else None (a server with no store the contract can see)."""
+        if self.uses("db"):
+            return "sqlite"
+        return "memory" if self.serves("s3") or self.build else None
+
+    def sha256(self):
+        """The hex SHA-256 of the definition file as read now."""
+        with open(self.path, "rb") as fh:
+            return hashlib.sha256(fh.read()).hexdigest()
 
 
 def _fail(path, why):
@@ -122,16 +144,20 @@ def check(path, doc):
 
 def search_dirs(root=ROOT, server_defs=None):
     """The folders read, in order: ROOT/servers, then each folder of SERVER_DEFS (a
-    ':'-separated list; the environment's when None). Raises DefinitionError for a listed
-    folder that does not exist."""
+    ':'-separated list; the environment's when None), each folder once however often it is
+    named. Raises DefinitionError for a listed folder that does not exist."""
     if server_defs is None:
         server_defs = os.environ.get("SERVER_DEFS", "")
     dirs = [os.path.join(root, "servers")]
+    seen = {os.path.realpath(dirs[0])}
     for d in server_defs.split(":"):
         if not d:
             continue
         if not os.path.isdir(d):
             raise DefinitionError(f"SERVER_DEFS: no such folder '{d}'")
+        if os.path.realpath(d) in seen:
+            continue  # a folder named twice (or servers/ itself) is read once
+        seen.add(os.path.realpath(d))
         dirs.append(d)
     return dirs
 
@@ -174,6 +200,30 @@ def get(defs, name):
         raise DefinitionError(f"unknown server '{name}' (defined: {', '.join(sorted(defs)) or 'none'}; "
                               "see ./runner.sh --list-servers)")
     return defs[name]
+
+
+def plan(defs, name, scenario=None, root=ROOT):
+    """What runner.sh needs of server NAME (on SCENARIO, when given), as a dict: name, file
+    (relative to ROOT when inside it), sha256, description, scenarios, build, ours (it has
+    build: one of this project's binaries), ready_path, stop_signal, store, uses_db, program
+    (command[0]'s last part), env_args (the variable names) and, with SCENARIO, scenario and
+    mix (the loadgen-scripts/ file). Raises DefinitionError for an
+    unknown server, an unknown scenario or one the definition does not list."""
+    srv = get(defs, name)
+    rel = os.path.relpath(srv.path, root)
+    out = {"name": srv.name, "file": srv.path if rel.startswith("..") else rel, "sha256": srv.sha256(),
+           "description": srv.description, "scenarios": list(srv.scenarios), "build": list(srv.build),
+           "ours": bool(srv.build), "ready_path": srv.ready_path, "stop_signal": srv.stop_signal,
+           "store": srv.store, "uses_db": srv.uses("db"), "program": os.path.basename(srv.command[0]),
+           "env_args": sorted(srv.env_args)}
+    if scenario is not None:
+        if scenario not in SCENARIOS:
+            raise DefinitionError(f"unknown scenario '{scenario}' (one of: {' '.join(SCENARIOS)})")
+        if not srv.serves(scenario):
+            raise DefinitionError(f"{name} does not serve {scenario}: its definition ({out['file']}) "
+                                  f"lists {', '.join(srv.scenarios)}")
+        out["scenario"], out["mix"] = scenario, MIXES[scenario]
+    return out
 
 
 def fill(template, values):
@@ -239,6 +289,8 @@ def load_pairs(path, defs):
         if not isinstance(p, dict) or set(p) - {"candidate", "baseline", "scenarios"} or \
                 not isinstance(p.get("candidate"), str) or not isinstance(p.get("baseline"), str):
             _fail(path, f"pair {i + 1}: needs candidate and baseline (names), optional scenarios")
+        if p["candidate"] == p["baseline"]:
+            _fail(path, f"pair {i + 1}: {p['candidate']} is compared with itself")
         try:
             shared = pair_scenarios(defs, p["candidate"], p["baseline"])
         except DefinitionError as err:
