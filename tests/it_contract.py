@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """it_contract: the server contract (README.md "Running a server by hand": flags and routes;
-SPEC.md "HTTP handling"; CONTRACT.md), end to end, against the real binary on a free loopback
+ARCHITECTURE.md "HTTP handling"; CONTRACT.md), end to end, against the real binary on a free loopback
 port. The benchmark contract's cases are runner.sh's own verify stage
 (runner/analysis/verify.py), run here unchanged on a server seeded like a run's. Server-agnostic: SERVER picks the binary (default
 build/async-server), STORE picks memory or sqlite (both when unset), so the actor server

@@ -168,7 +168,7 @@ static void *late_publisher(void *arg)
     return NULL;
 }
 
-/* The progress guarantee (SPEC "Mailbox progress guarantee"): a producer that claimed a
+/* The progress guarantee (ARCHITECTURE.md, "Mailbox progress guarantee"): a producer that claimed a
  * slot and stalls before publishing it does not block another producer's push; the
  * consumer waits for the stalled message and keeps FIFO order. */
 static void test_stalled_producer_blocks_no_producer(void **state)
