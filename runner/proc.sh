@@ -58,44 +58,45 @@ cpustat_sample() {
         END { printf "%d %d %d\n", busy, total, steal }' /proc/stat
 }
 
-# proc_tree_pids PID: sets the array PROC_TREE_PIDS to the pids of PID and of every process
-# descended from it, PID first (breadth first). Reads /proc/PID/task/TID/children where the
-# kernel has it (CONFIG_PROC_CHILDREN), else the parent pid of every /proc/N/stat. Builtins
-# only, no subshell. Returns 1 (the array empty) when PID is gone.
+# proc_tree_pids PID: sets the array PROC_TREE_PIDS to the pids of PID's tree, PID first:
+# every process descended from it (breadth first, by the parent pid of every /proc/N/stat),
+# then every other process of the session PID leads (runner.sh starts the server with
+# setsid: a child whose parent exited is reparented away but keeps the session). The same
+# set runner/server.sh's server_tree_pids signals at the stop. Builtins only, no subshell.
+# Returns 1 (the array empty) when PID is gone.
 PROC_TREE_PIDS=()
 proc_tree_pids() {
-    local root=$1 p t f line rest ppid pid i=0
-    local -a queue kids
+    local root=$1 f line rest ppid sid pid p i=0
+    local -a queue fields
+    local -A kids_of=() in_tree=()
     PROC_TREE_PIDS=()
     [[ -r "/proc/$root/stat" ]] || return 1
+    local -a session=()
+    for f in /proc/[0-9]*/stat; do
+        { read -r line <"$f"; } 2>/dev/null || continue
+        rest=${line##*) }           # "S ppid pgrp session ..."
+        read -r -a fields <<<"$rest"
+        ppid=${fields[1]} sid=${fields[3]}
+        pid=${f#/proc/}
+        pid=${pid%/stat}
+        kids_of[$ppid]+=" $pid"
+        [[ "$sid" != "$root" || "$pid" == "$root" ]] || session+=("$pid")
+    done
     queue=("$root")
-    if [[ -r "/proc/$root/task/$root/children" ]]; then
-        while (( i < ${#queue[@]} )); do
-            p=${queue[i]}
-            i=$((i + 1))
-            for t in "/proc/$p/task/"*; do
-                kids=()
-                read -r -a kids <"$t/children" 2>/dev/null || true
-                queue+=("${kids[@]}")
+    in_tree[$root]=1
+    while (( i < ${#queue[@]} )); do
+        p=${queue[i]}
+        i=$((i + 1))
+        for pid in ${kids_of[$p]:-}; do
+            [[ -n "${in_tree[$pid]:-}" ]] || { in_tree[$pid]=1; queue+=("$pid"); }
+        done
+        if (( i == ${#queue[@]} )) && (( ${#session[@]} > 0 )); then
+            for pid in "${session[@]}"; do
+                [[ -n "${in_tree[$pid]:-}" ]] || { in_tree[$pid]=1; queue+=("$pid"); }
             done
-        done
-    else
-        local -A kids_of=()
-        for f in /proc/[0-9]*/stat; do
-            { read -r line <"$f"; } 2>/dev/null || continue
-            rest=${line##*) }           # "S ppid pgrp ..."
-            rest=${rest#* }
-            ppid=${rest%% *}
-            pid=${f#/proc/}
-            kids_of[$ppid]+=" ${pid%/stat}"
-        done
-        while (( i < ${#queue[@]} )); do
-            p=${queue[i]}
-            i=$((i + 1))
-            # shellcheck disable=SC2206  # the list holds pids only
-            [[ -z "${kids_of[$p]:-}" ]] || queue+=(${kids_of[$p]})
-        done
-    fi
+            session=()
+        fi
+    done
     PROC_TREE_PIDS=("${queue[@]}")
 }
 
