@@ -6,7 +6,8 @@
 # measured); one that never becomes ready (refused within READY_TIMEOUT_SEC); one that exits
 # at once (its error line quoted); one that ignores SIGTERM (killed at STOP_TIMEOUT_SEC); a
 # port taken by another process; --list-servers and a name defined twice; and the shipped
-# peers through --verify: node-users, and nginx-ping when nginx is installed.
+# peers through --verify: node-users, and nginx-ping when nginx is installed; and a pair of
+# two servers this project did not build (the wrapper and node-users) through run_all.sh --smoke.
 # Needs build/async-server and build/loadgen (fails without them). Loopback only.
 # shellcheck disable=SC2016  # single-quoted jq filters bind their own $variables
 # test-timeout: 300
@@ -127,6 +128,11 @@ is "wrapper: every placeholder of the command filled ({build} {host} {port} {thr
     "$(cat "$run/wrap-args.txt" 2>/dev/null)" "$want_args"
 is "wrapper: run in the run folder, with the env's {run_dir} {db} {root}" "$(cat "$run/wrap-env.txt" 2>/dev/null)" \
     "$(printf 'cwd=%s\nWRAP_RUN_DIR=%s\nWRAP_DB=%s\nWRAP_ROOT=%s' "$run" "$run" "$run/server.db" "$ROOT")"
+# the child does the work: its CPU must be counted (the wrapper alone would show ~0%)
+jqok "wrapper: the child's CPU counted (probe and sustain: 2 processes, server CPU above 20% of one CPU)" \
+    '.probe.server_processes == 2 and .server_processes == 2 and .probe.server_cpu_pct > 20 and .server_cpu_pct > 20'
+jqok "wrapper: the child's threads listed (io-0 among them)" \
+    '[.probe.server_threads[].name] | index("io-0") != null'
 ok "wrapper: the start counted 2 processes in the tree (the wrapper and its child)" \
     grep -q "start: wrapped (wrap.sh) pid [0-9]*, 2 process(es)" "$run/runner.log"
 jqok "wrapper: stopped by SIGTERM within the timeout (the wrapper ends by the signal or exits 0)" \
@@ -211,6 +217,28 @@ if command -v nginx >/dev/null; then
 else
     n=$((n + 1)); echo "ok $n - nginx-ping: --verify # SKIP nginx not installed (scripts/deps.sh bench)"
 fi
+
+# ---- a pair of two servers this project did not build, through run_all.sh --------------------
+# the wrapper (async-server behind a script) against node-users on s1, the one scenario both
+# serve here; a smoke batch checks the pipeline, not the figures
+rc=0
+"$ROOT/run_all.sh" --smoke --pair=wrapped,node-users --repeats=2 --budget=150s --batch=pair \
+    >"$TMP/pair.out" 2>"$TMP/pair.err" || rc=$?
+is "pair: ./run_all.sh --smoke --pair=wrapped,node-users exits 0" "$rc" 0
+[[ "$rc" == 0 ]] || sed 's/^/# /' "$TMP/pair.err" | tail -n 12
+pair="$RESULTS_DIR/pair"
+[[ -f "$pair/index.json" ]] || echo '{}' >"$pair/index.json"
+jqfile "pair: matrix.json plans one group, s1, with the pair as given" "$pair/matrix.json" \
+    '.selection == "pairs" and (.groups | length) == 1 and .groups[0].scenario == "s1"
+     and .groups[0].comparisons == [{"candidate": "wrapped", "baseline": "node-users", "decides": true}]'
+jqfile "pair: index.json compares wrapped with node-users on s1, with a verdict and both servers' probes" "$pair/index.json" \
+    '(.comparisons | length) == 1 and .comparisons[0].candidate == "wrapped" and .comparisons[0].baseline == "node-users"
+     and (.comparisons[0].verdict | IN("PASS", "FAIL", "INCONCLUSIVE"))
+     and (.comparisons[0].probes.candidate | length) >= 2 and (.comparisons[0].probes.baseline | length) >= 2
+     and all(.runs[]; .failure == null)'
+jqfile "pair: the headline names the pair" "$pair/index.json" '.verdict.headline | test("wrapped/node-users")'
+ok "pair: summary.md and report.html written" test -s "$pair/summary.md" -a -s "$pair/report.html"
+ok "pair: summary.md's verdict table has the pair's row" grep -q '^| s1 | wrapped / node-users |' "$pair/summary.md"
 
 ok "shellcheck: runner.sh, runner/server.sh, servers/nginx/run.sh, this test" \
     bash -c "cd '$ROOT' && shellcheck -x runner.sh runner/server.sh servers/nginx/run.sh tests/it_servers.sh >/dev/null"
