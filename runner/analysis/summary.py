@@ -455,11 +455,13 @@ def render_markdown(index):
             w(f"- {f['run']}: {f['failure']}")
     w("")
     th = index.get("thresholds") or {}
-    w(f"Validity (SPEC.md section 8): a probe counts when the server reached {th.get('saturated_cpu_pct')}% CPU, "
-      f"the load generator did not limit it, it had no errors and others used at most {th.get('other_load_pct')}% "
-      "of the server CPUs; a constant-rate run counts when it held its rate within "
-      f"{num(100 * (th.get('rate_held_fraction') or 0), 0)}%, had no errors, was not crowded and the load generator "
-      "kept its schedule.")
+    w(f"Validity (SPEC.md section 8): a probe counts when it saturated the server (its CPU at "
+      f"{th.get('saturated_cpu_pct')}% of its CPUs, one thread at {th.get('serial_thread_pct')}% of a CPU, or a "
+      "plateau: twice the connections gained nothing), the load generator did not limit it, it had no errors, "
+      f"others used at most {th.get('other_load_pct')}% of the server CPUs and its window was stationary; a "
+      "constant-rate run counts when it held its rate within "
+      f"{num(100 * (th.get('rate_held_fraction') or 0), 0)}%, had no errors, was not crowded, was stationary, had a "
+      "server CPU figure and the load generator kept its schedule.")
     if v.get("reason"):
         w("")
         w(f"Verdict in full: {v['overall']}: {v['reason']}.")
