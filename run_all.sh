@@ -120,18 +120,6 @@ usage_error() {
     exit 2
 }
 
-# version: the checkout's commit ("unknown" outside a git checkout), "-dirty" when tracked
-# files are modified.
-version() {
-    local v
-    if v=$(git -C "$ROOT" rev-parse --short=12 HEAD 2>/dev/null); then
-        [[ -z "$(git -C "$ROOT" status --porcelain --untracked-files=no 2>/dev/null)" ]] || v="$v-dirty"
-    else
-        v=unknown
-    fi
-    echo "run_all.sh $v"
-}
-
 # duration_s TEXT: TEXT (900, 900s, 15m, 1h30m, 2h) in whole seconds; returns 1 when it is
 # not such a duration or is 0.
 duration_s() {
@@ -167,7 +155,7 @@ while (( $# > 0 )); do
     esac
     case "$opt" in
         -h|--help) usage; exit 0 ;;
-        --version) version; exit 0 ;;
+        --version) suite_version run_all.sh; exit 0 ;;
         --quick|--smoke)
             [[ "$mode" == full || "$mode" == "${opt#--}" ]] || usage_error "--quick and --smoke exclude each other"
             mode=${opt#--} mode_flag=("$opt") ;;
@@ -443,7 +431,9 @@ run_one() {
     i=$((i + 1))
     t0=$(clock_s)
     log_info "[$i/$n_total] $sv $sc${suffix:+ ($suffix)} ..."
-    env "$@" "$ROOT/runner.sh" "$sv" "$sc" "${mode_flag[@]}" "--batch=$BATCH" &
+    # (runner.sh's own result line goes to stderr with its progress: this script's stdout
+    # holds only its last line, the batch and its verdict)
+    env "$@" "$ROOT/runner.sh" "$sv" "$sc" "${mode_flag[@]}" "--batch=$BATCH" >&2 &
     RUNNER_PID=$!
     wait "$RUNNER_PID" || rc=$?
     RUNNER_PID=""
@@ -606,7 +596,7 @@ for ((gi = 0; gi < ${#groups[@]}; gi++)); do
     log_info "sweep $sc: ${sv_list[*]} at $sc_rates req/s (base: the slower median saturation, $base req/s)"
     for sv in "${sv_list[@]}"; do
         rc=0 t0=$(clock_s)
-        env SWEEP_BASE_RPS="$base" "$ROOT/runner.sh" "$sv" "$sc" "${mode_flag[@]}" "--batch=$BATCH" --sweep "--rates=$sc_rates" &
+        env SWEEP_BASE_RPS="$base" "$ROOT/runner.sh" "$sv" "$sc" "${mode_flag[@]}" "--batch=$BATCH" --sweep "--rates=$sc_rates" >&2 &
         RUNNER_PID=$!
         wait "$RUNNER_PID" || rc=$?
         RUNNER_PID=""
@@ -659,6 +649,8 @@ if (( rerun_rounds == 0 )); then
 else
     log_info "re-runs: $rerun_rounds round(s), $rerun_runs run(s): $(jq -r '[.reruns[] | "\(.scenario) \(.kind) round \(.round) for \(.why)"] | join("; ")' "$batch_dir/matrix.json")$( (( n_stops > 0 )) && echo "; $n_stops more not run: over the budget of $budget_s s")"
 fi
+# the one result line on stdout: where the batch is and its verdict
+echo "$batch_dir: $headline"
 (( ! failed )) || exit 1
 if (( fail_on_verdict )); then
     case "$overall" in

@@ -13,8 +13,8 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # First of all, before anything is created: install what runs need when missing.
-# (--help, --cpu-plan and --list-servers read files only: they install and build nothing.)
-case " $* " in *" -h "*|*" --help "*|*" --cpu-plan "*|*" --list-servers "*) ;; *) "$ROOT/scripts/deps.sh" run ;; esac
+# (--help, --version, --cpu-plan and --list-servers read files only: they install and build nothing.)
+case " $* " in *" -h "*|*" --help "*|*" --version "*|*" --cpu-plan "*|*" --list-servers "*) ;; *) "$ROOT/scripts/deps.sh" run ;; esac
 # shellcheck source=runner/lib.sh
 . "$ROOT/runner/lib.sh"
 # shellcheck source=runner/proc.sh
@@ -197,24 +197,43 @@ parse_args() {
     local opt_rates="" have_rates=0 base_checked
     local positional=()
     mode=full
-    for arg in "$@"; do
-        case "$arg" in
+    local opt val has_val
+    while (( $# > 0 )); do
+        arg=$1
+        shift
+        opt=$arg val="" has_val=0
+        if [[ "$arg" == --*=* ]]; then opt=${arg%%=*} val=${arg#*=} has_val=1; fi
+        case "$opt" in
+            --measure-sec|--warmup-sec|--probe-sec|--wrk-conns|--wrk-threads|--batch|--rates)
+                if (( ! has_val )); then
+                    (( $# > 0 )) || usage_error "$opt needs a value ($opt=VALUE or $opt VALUE)"
+                    [[ "$1" != -* ]] || usage_error "$opt needs a value, got the option '$1'"
+                    val=$1
+                    shift
+                fi
+                # (an empty --rates gets the sweep's own message: "the list is empty ...")
+                [[ -n "$val" || "$opt" == --rates ]] || usage_error "$opt needs a value, got an empty one" ;;
+            -h|--help|--version|--quick|--smoke|--probe-only|--check-only|--sweep|--verify|--list-servers|--cpu-plan)
+                (( ! has_val )) || usage_error "$opt takes no value, got '$arg'" ;;
+        esac
+        case "$opt" in
             -h|--help) usage; exit 0 ;;
+            --version) suite_version runner.sh; exit 0 ;;
             --quick|--smoke)
-                [[ "$mode" == full || "$mode" == "${arg#--}" ]] || usage_error "--quick and --smoke exclude each other"
-                mode=${arg#--} ;;
-            --measure-sec=*) opt_measure=${arg#*=} ;;
-            --warmup-sec=*) opt_warmup=${arg#*=} ;;
-            --probe-sec=*) opt_probe=${arg#*=} ;;
-            --wrk-conns=*) opt_conns=${arg#*=} ;;
-            --wrk-threads=*) opt_threads=${arg#*=} ;;
-            --batch=*) BATCH=${arg#*=} ;;
+                [[ "$mode" == full || "$mode" == "${opt#--}" ]] || usage_error "--quick and --smoke exclude each other"
+                mode=${opt#--} ;;
+            --measure-sec) opt_measure=$val ;;
+            --warmup-sec) opt_warmup=$val ;;
+            --probe-sec) opt_probe=$val ;;
+            --wrk-conns) opt_conns=$val ;;
+            --wrk-threads) opt_threads=$val ;;
+            --batch) BATCH=$val ;;
             --probe-only) PROBE_ONLY=1 ;;
             --check-only) CHECK_ONLY=1 ;;
             --sweep) SWEEP=1 ;;
-            --rates=*) opt_rates=${arg#*=} have_rates=1 ;;
+            --rates) opt_rates=$val have_rates=1 ;;
             --verify) VERIFY_ONLY=1 ;;
-            --list-servers) usage_error "--list-servers takes no other argument" ;;
+            --list-servers|--cpu-plan) usage_error "$opt takes no other argument" ;;
             -*) usage_error "unknown option '$arg'" ;;
             *) positional+=("$arg") ;;
         esac
@@ -373,6 +392,8 @@ fail() {
         fact_str .timestamps.end "$(now_iso)" || true
         build_result
     fi
+    # the one result line on stdout, as a completed run's
+    echo "${server:-?} ${scenario:-?}: FAILED: $*"
     exit 1
 }
 
@@ -968,7 +989,10 @@ verify_one() {
 main() {
     local a
     for a in "$@"; do
-        case "$a" in -h|--help) usage; exit 0 ;; esac
+        case "$a" in
+            -h|--help) usage; exit 0 ;;
+            --version) suite_version runner.sh; exit 0 ;;
+        esac
     done
     for a in "$@"; do
         # the plan alone: nothing built, installed or run (works before scripts/deps.sh)
@@ -1009,6 +1033,8 @@ main() {
     build_result
     trap - INT TERM
     log_info "done: $run_dir/result.json"
+    # the run's one result line, on stdout (the progress stays on stderr)
+    analysis result-line "$run_dir" || true
     if [[ "$SWEEP" == 1 ]]; then
         # this run is complete; each step is a run of its own with its own traps
         trap - EXIT ERR

@@ -16,7 +16,7 @@ export NOISE_RSS_PCT="${NOISE_RSS_PCT:-}"
 
 usage() {
     cat <<'USAGE'
-usage: runner/compare.sh [--help] results/<A> results/<B>
+usage: runner/compare.sh [--help] [--version] results/<A> results/<B>
 Prints, for every run present in both batches, each metric of B relative to A: A, B, the
 ratio B/A and the change in words with its sense, e.g.
   "B is 7.1% slower than A (saturation req/s)"
@@ -45,6 +45,7 @@ USAGE
 
 case "${1:-}" in
     -h|--help) usage; exit 0 ;;
+    --version) suite_version compare.sh; exit 0 ;;
 esac
 if [[ $# -ne 2 ]]; then
     echo "compare.sh: need two batch folders, got $#" >&2

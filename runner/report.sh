@@ -15,7 +15,7 @@ REPORT_OUT="${REPORT_OUT:-}"        # default: results/<batch>/report.html
 
 usage() {
     cat <<USAGE
-usage: runner/report.sh [--help] results/<batch>
+usage: runner/report.sh [--help] [--version] results/<batch>
 Writes results/<batch>/report.html from results/<batch>/index.json (runner/summarize.sh
 writes it) and every run's histogram.txt: the verdict banner, throughput and the verdict
 ratio against TARGET_RATIO, each scenario's latency percentile spectrum (own load and equal
@@ -27,6 +27,7 @@ USAGE
 
 case "${1:-}" in
     -h|--help) usage; exit 0 ;;
+    --version) suite_version report.sh; exit 0 ;;
 esac
 batch_dir=$(batch_dir_arg report.sh "$@") || exit 2
 [[ -f "$batch_dir/index.json" ]] || {

@@ -14,7 +14,7 @@ PYTHON="${PYTHON:-python3}"
 
 usage() {
     cat <<USAGE
-usage: runner/summarize.sh [--help] results/<batch>
+usage: runner/summarize.sh [--help] [--version] results/<batch>
 Writes results/<batch>/index.json and results/<batch>/summary.md from the batch's
 */result.json (and matrix.json when present: the planned runs and settings), applying the
 validity rules and the verdict of SPEC.md sections 8 and 9.
@@ -25,6 +25,7 @@ USAGE
 
 case "${1:-}" in
     -h|--help) usage; exit 0 ;;
+    --version) suite_version summarize.sh; exit 0 ;;
 esac
 batch_dir=$(batch_dir_arg summarize.sh "$@") || exit 2
 if [[ -n "$TARGET_RATIO" ]]; then

@@ -105,6 +105,16 @@ for v in inf 0x1 0 abc; do
 done
 is "runner.sh PORT=70000 exits 2 (not a TCP port)" \
     "$(RESULTS_DIR="$usage_res" PORT=70000 rc_of "$ROOT/runner.sh" async-mem s1 --smoke)" 2
+is "runner.sh --batch= exits 2 (an empty value is a usage error, never the default)" \
+    "$(RESULTS_DIR="$usage_res" rc_of "$ROOT/runner.sh" async-mem s1 --smoke --batch=)" 2
+is "runner.sh --wrk-conns without a value exits 2" \
+    "$(RESULTS_DIR="$usage_res" rc_of "$ROOT/runner.sh" async-mem s1 --smoke --wrk-conns)" 2
+is "runner.sh --quick=1 exits 2 (a flag takes no value)" \
+    "$(RESULTS_DIR="$usage_res" rc_of "$ROOT/runner.sh" async-mem s1 --quick=1)" 2
+is "runner.sh takes --opt value as --opt=value (--check-only: nothing created)" \
+    "$(RESULTS_DIR="$usage_res" rc_of "$ROOT/runner.sh" async-mem s1 --smoke --wrk-conns 48 --batch it-space --check-only)" 0
+ok "runner.sh --version names the commit and the libraries" \
+    bash -c "'$ROOT/runner.sh' --version | grep -Eq '^runner.sh ([0-9a-f]{12}(-dirty)?|unknown) \\(libuv [0-9.]+, .*llhttp [0-9.]+\\)\$'"
 is "no usage error left a batch folder behind" "$(find "$usage_res" -mindepth 1 | head -3)" ""
 
 ok "shellcheck: runner.sh, run_all.sh, runner/*.sh, this test" \
@@ -125,6 +135,8 @@ run="$RESULTS_DIR/it/async-mem-s1"
 res="$run/result.json"
 ok "result.json is JSON" quiet jq -e . "$res"
 [[ -f "$res" ]] || echo '{}' >"$res"
+is "one result line on stdout: the server, the scenario and its figures" \
+    "$(grep -c . "$TMP/runner.out") $(grep -cE '^async-mem s1: saturation=[0-9,]+ req/s sustained=[0-9,]+ of [0-9,]+ req/s p99=[0-9.]+ ms server_cpu=[0-9.]+% req/cpu_s=[0-9,n/a]+ valid=(yes|no \(.+\))$' "$TMP/runner.out")" "1 1"
 ok "a progress line per phase on stderr" \
     bash -c "for p in build start verify probe sustain stop; do grep -q \"] \$p: \" '$TMP/runner.err' || exit 1; done"
 

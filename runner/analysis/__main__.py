@@ -14,6 +14,7 @@ USAGE = """usage: python3 -m analysis COMMAND ARGS   (with runner/ on PYTHONPATH
   result RUN_DIR                 build RUN_DIR/result.json from RUN_DIR/facts.json
   line RUN_DIR probe|sustain     write RUN_DIR/result.json and print one progress line of
                                  that phase
+  result-line RUN_DIR            the run's one-line result (runner.sh's last line on stdout)
   summarize BATCH_DIR [TARGET]   write BATCH_DIR/index.json and summary.md
   report BATCH_DIR WORK OUT      render report.html (runner/report.sh is the wrapper)
   compare A_DIR B_DIR            compare two batches (runner/compare.sh is the wrapper)
@@ -67,6 +68,33 @@ USAGE = """usage: python3 -m analysis COMMAND ARGS   (with runner/ on PYTHONPATH
                                  check the server at URL against CONTRACT.md for the
                                  scenario of MIX_FILE (verify.py); exit 1 when a case fails
 Definitions are read from servers/ and SERVER_DEFS; a bad definition or selection exits 2."""
+
+
+def _result_line(run_dir):
+    """The one line runner.sh prints on stdout at its end: 'actor-mem s3: saturation=41,200
+    req/s sustained=28,840 req/s p99=1.810 ms server_cpu=65.0% req/cpu_s=46,073 valid=no
+    (other load)'; 'FAILED: why' for a failed run. Reads RUN_DIR/result.json."""
+    from . import batch
+    with open(os.path.join(run_dir, "result.json"), encoding="utf-8") as fh:
+        r = batch.normalize(json.load(fh, parse_constant=lambda _name: None))
+
+    def f(v, d=0, unit=""):
+        return "n/a" if not is_num(v) else f"{v:,.{d}f}{unit}"
+    head = f"{r.get('server')} {r.get('scenario')}"
+    if r.get("failure"):
+        return f"{head}: FAILED: {r['failure']}"
+    parts = []
+    if is_num(r.get("saturation_rps")):
+        parts.append(f"saturation={f(r['saturation_rps'])} req/s")
+        if r.get("sustained_rps") is None:
+            parts.append(f"server_cpu={f((r.get('probe') or {}).get('server_cpu_pct'), 1, '%')}")
+    if r.get("sustained_rps") is not None:
+        parts += [f"sustained={f(r['sustained_rps'])} of {f(r.get('target_rps'))} req/s",
+                  f"p99={f(r.get('latency_p99_ms'), 3)} ms", f"server_cpu={f(r.get('server_cpu_pct'), 1, '%')}",
+                  f"req/cpu_s={f(r.get('req_per_cpu_sec'))}"]
+    flags = r.get("flags") or []
+    parts.append("valid=yes" if not flags else f"valid=no ({', '.join(flags)})")
+    return f"{head}: " + " ".join(parts)
 
 
 def _line(run_dir, phase):
@@ -260,6 +288,8 @@ def main(argv):
             result.write(args[0])
         elif cmd == "line" and len(args) == 2 and args[1] in ("probe", "plateau", "sustain"):
             print(_line(args[0], args[1]))
+        elif cmd == "result-line" and len(args) == 1:
+            print(_result_line(args[0]))
         elif cmd == "summarize" and len(args) in (1, 2):
             from . import summary
             target = None
