@@ -71,7 +71,7 @@ RUNNER_BUILD="${RUNNER_BUILD:-1}"         # 0: never run make, require the binar
 PORT="${PORT:-}"                          # default: a free loopback port
 PORT_GIVEN=$PORT
 BATCH="${BATCH:-}"
-# Load from other hosts (runner/remote.sh; README "Running across machines"):
+# Load from other hosts (runner/remote.sh; docs/multi-host.md):
 LOADGEN_HOSTS="${LOADGEN_HOSTS:-}"        # ssh destinations, comma-separated (unset: the loadgen runs here)
 SERVER_ADDR_SET="${SERVER_ADDR:+1}"
 SERVER_ADDR="${SERVER_ADDR:-127.0.0.1}"   # IPv4 address the server listens on and the agents connect to
@@ -141,7 +141,7 @@ Environment (an option beats it; it beats --quick/--smoke):
   ROUND, ROUND_POSITION (run_all's round and the run's place in it, recorded in config)
   SWEEP (1: as --sweep) SWEEP_RATES (as --rates) SWEEP_BASE_RPS (skip the probe; the 100% of
   the default rates: run_all's slower median saturation) SWEEP_WARMUP_SEC (5) SWEEP_MEASURE_SEC (20)
-Load from other hosts (README "Running across machines"): LOADGEN_HOSTS (user@h1,user@h2:
+Load from other hosts (docs/multi-host.md): LOADGEN_HOSTS (user@h1,user@h2:
   one agent per host over ssh; needs SERVER_ADDR) SERVER_ADDR (127.0.0.1: the address the
   server listens on and the agents connect to) AGENT_CPUS (all of each host's CPUs) SSH_OPTS
   SSH_CONNECT_TIMEOUT_SEC (10) MAX_START_SKEW_MS (10) AGENT_START_LEAD_SEC (3)
