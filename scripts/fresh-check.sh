@@ -20,7 +20,7 @@ usage() {
 usage: sudo scripts/fresh-check.sh [--help] [--smoke] [--main-args=ARGS] [--cases=root,user]
                                    [--keep] [--source=REPO] [--base-cache=FILE]
 Clones REPO's HEAD (committed work only) into a fresh Debian $FRESH_SUITE root and runs the
-README's two commands (read from REPO's README.md, "## The two commands"):
+README's two commands (the first sh block under README.md's heading that says "two commands"):
   root   as root: the test command, then the main one
   user   as a user with passwordless sudo and 'ulimit $FRESH_USER_ULIMIT': main, then test
 each case in a root of its own, built with debootstrap (minbase) + git (+ sudo).
@@ -73,14 +73,14 @@ done
 git -C "$SOURCE" rev-parse --verify -q HEAD >/dev/null || die "$SOURCE is not a git repository with a commit"
 
 # ---- the README's two commands -------------------------------------------------------
-# The sh block under "## The two commands" in the committed README, comments dropped.
+# The first sh block under the README heading that says "two commands", comments dropped.
 mapfile -t readme_cmds < <(git -C "$SOURCE" show HEAD:README.md | awk '
-    /^## The two commands/ { sec = 1; next }
+    /^## .*[Tt]wo commands/ { sec = 1; next }
     sec && /^## / { exit }
     sec && /^```sh/ { inblock = 1; next }
     sec && inblock && /^```/ { exit }
     sec && inblock { sub(/#.*/, ""); sub(/[ \t]+$/, ""); if ($0 != "") print }')
-[[ ${#readme_cmds[@]} -eq 2 ]] || die "expected two commands in README.md's \"## The two commands\" block, found ${#readme_cmds[@]}"
+[[ ${#readme_cmds[@]} -eq 2 ]] || die "expected two commands in README.md's \"two commands\" block, found ${#readme_cmds[@]}"
 main_cmd="" test_cmd=""
 for c in "${readme_cmds[@]}"; do
     if [[ "$c" == ./run_all.sh* ]]; then main_cmd=$c; else test_cmd=$c; fi
