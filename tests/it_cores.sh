@@ -130,13 +130,13 @@ done
 
 res="$B/index.json"
 jqok "index.json: the scaling table has both servers at 1 server CPU (the matrix's own runs)" '
-    [.scaling.table[] | select(.server_cpus == 1) | .server] | sort == ["actor-server", "actor-server", "async-server", "async-server"]'
+    [.scaling.table[] | select(.server_cpus == 1) | .server] | sort == ["actor-mem", "actor-mem", "async-mem", "async-mem"]'
 jqok "index.json: 2 server CPUs skipped with the planner's reason" '
     any(.scaling.skipped[]; .count == 2 and (.reason | test("need 3 cores")))'
 md="$B/summary.md"
 ok "summary.md: the topology sentence names $THREADS loops of each server" \
     grep -Eq "^Topology: actor-server: $THREADS I/O loops .*async-server: $THREADS event loops" "$md"
-ok "summary.md: the scaling table" grep -Eq '^\| s1 \| 1 \| [0-9,]+ \| [0-9,]+ \|' "$md"
+ok "summary.md: the scaling table" grep -Eq '^\| s1 \| actor-mem / async-mem \| 1 \| [0-9,]+ \| [0-9,]+ \|' "$md"
 ok "summary.md: the skipped count" grep -q '^- 2 server CPUs: skipped: ' "$md"
 # threads.py's lines (summary.md shows them once summary.py calls threads.markdown_lines)
 lines=$(PYTHONPATH="$ROOT/runner" python3 -c '
