@@ -39,8 +39,8 @@ export RESULTS_DIR="$TMP/results"
 unset BUDGET SEED REPEATS
 
 # ---- the batch, with a hog on the server CPU during round 1 ----------------------------------
-# the server's CPU as runner.sh will pick it: the first of the affinity mask's first half
-srv_cpu=$(cpulist_split "$(affinity_cpus)" | sed -n 1p | cut -d, -f1)
+# the server's CPU as runner.sh will pick it: the first of the CPU plan's server CPUs
+srv_cpu=$(cpu_plan_sides "$(affinity_cpus)" | sed -n 1p | cut -d, -f1)
 taskset -c "$srv_cpu" bash -c 'while :; do :; done' &
 hog=$!
 rc=0
