@@ -8,6 +8,7 @@ import os
 import signal
 import sys
 
+from .fmt import num, pct
 from .rules import is_num
 
 USAGE = """usage: python3 -m analysis COMMAND ARGS   (with runner/ on PYTHONPATH)
@@ -78,20 +79,18 @@ def _result_line(run_dir):
     with open(os.path.join(run_dir, "result.json"), encoding="utf-8") as fh:
         r = batch.normalize(json.load(fh, parse_constant=lambda _name: None))
 
-    def f(v, d=0, unit=""):
-        return "n/a" if not is_num(v) else f"{v:,.{d}f}{unit}"
     head = f"{r.get('server')} {r.get('scenario')}"
     if r.get("failure"):
         return f"{head}: FAILED: {r['failure']}"
     parts = []
     if is_num(r.get("saturation_rps")):
-        parts.append(f"saturation={f(r['saturation_rps'])} req/s")
+        parts.append(f"saturation={num(r['saturation_rps'])} req/s")
         if r.get("sustained_rps") is None:
-            parts.append(f"server_cpu={f((r.get('probe') or {}).get('server_cpu_pct'), 1, '%')}")
+            parts.append(f"server_cpu={pct((r.get('probe') or {}).get('server_cpu_pct'))}")
     if r.get("sustained_rps") is not None:
-        parts += [f"sustained={f(r['sustained_rps'])} of {f(r.get('target_rps'))} req/s",
-                  f"p99={f(r.get('latency_p99_ms'), 3)} ms", f"server_cpu={f(r.get('server_cpu_pct'), 1, '%')}",
-                  f"req/cpu_s={f(r.get('req_per_cpu_sec'))}"]
+        parts += [f"sustained={num(r['sustained_rps'])} of {num(r.get('target_rps'))} req/s",
+                  f"p99={num(r.get('latency_p99_ms'), 3)} ms", f"server_cpu={pct(r.get('server_cpu_pct'))}",
+                  f"req/cpu_s={num(r.get('req_per_cpu_sec'))}"]
     flags = r.get("flags") or []
     parts.append("valid=yes" if not flags else f"valid=no ({', '.join(flags)})")
     return f"{head}: " + " ".join(parts)
@@ -102,40 +101,38 @@ def _line(run_dir, phase):
     r = write(run_dir)
     cfg = r.get("config") or {}
 
-    def f(v, d=0):
-        return "n/a" if not is_num(v) else f"{v:,.{d}f}"
     def agents(ags):
-        return ", ".join(f"agent {a.get('agent_index')} {f(a.get('loadgen_cpu_pct'), 1)}% of {a.get('cpu_count')}"
+        return ", ".join(f"agent {a.get('agent_index')} {num(a.get('loadgen_cpu_pct'), 1)}% of {a.get('cpu_count')}"
                          for a in ags)
     def busiest(ts):
         from .rules import busiest as top
         t = top(ts)
-        return "" if t is None or len(ts) < 2 else f", busiest thread {t.get('name')} {f(t['cpu_pct'], 1)}%"
+        return "" if t is None or len(ts) < 2 else f", busiest thread {t.get('name')} {num(t['cpu_pct'], 1)}%"
     if phase == "plateau":
         p = r.get("probe") or {}
         pl = p.get("plateau") or {}
-        return (f"{f(pl.get('rps'))} req/s with {pl.get('connections')} connections "
-                f"({f(100 * pl['gain'], 1) if is_num(pl.get('gain')) else 'n/a'}% against the probe), server CPU "
-                f"{f(pl.get('server_cpu_pct'), 1)}% ({f(100 * pl['cpu_gain'], 1) if is_num(pl.get('cpu_gain')) else 'n/a'}%)"
+        return (f"{num(pl.get('rps'))} req/s with {pl.get('connections')} connections "
+                f"({num(100 * pl['gain'], 1) if is_num(pl.get('gain')) else 'n/a'}% against the probe), server CPU "
+                f"{num(pl.get('server_cpu_pct'), 1)}% ({num(100 * pl['cpu_gain'], 1) if is_num(pl.get('cpu_gain')) else 'n/a'}%)"
                 f"{busiest(pl.get('server_threads') or [])}: "
                 + (f"saturated by {p['saturated_by']}" if p.get("saturated_by") else "not saturated")
                 + f" ({p.get('saturation_reason') or 'unknown'})")
     if phase == "probe":
         p = r.get("probe") or {}
         flags = [fl["reason"] for fl in r.get("problems") or [] if fl["phase"] == "probe"]
-        lg = (f"loadgen CPU {f(p.get('loadgen_cpu_pct'), 1)}% of {cfg.get('loadgen_cpu_count')} CPU(s)"
+        lg = (f"loadgen CPU {num(p.get('loadgen_cpu_pct'), 1)}% of {cfg.get('loadgen_cpu_count')} CPU(s)"
               if not p.get("loadgen_agents") else f"loadgen CPU {agents(p['loadgen_agents'])} CPU(s)")
         sat = f"; saturated by {p['saturated_by']}" if p.get("saturated_by") else ""
-        return (f"{f(p.get('rps'))} req/s, server CPU {f(p.get('server_cpu_pct'), 1)}% of "
+        return (f"{num(p.get('rps'))} req/s, server CPU {num(p.get('server_cpu_pct'), 1)}% of "
                 f"{cfg.get('server_cpu_count')} CPU(s){busiest(p.get('server_threads') or [])}, {lg}{sat}"
                 + ("; FLAGGED: " + "; ".join(flags) if flags else ""))
     flags = [fl["reason"] for fl in r.get("problems") or [] if fl["phase"] == "sustain"]
-    lg = (f"loadgen CPU {f(r.get('loadgen_cpu_pct'), 1)}%" if not r.get("loadgen_agents")
+    lg = (f"loadgen CPU {num(r.get('loadgen_cpu_pct'), 1)}%" if not r.get("loadgen_agents")
           else f"loadgen CPU {agents(r['loadgen_agents'])} CPU(s)")
-    return (f"{f(r.get('sustained_rps'))} req/s of {f(r.get('target_rps'))}, p99 {f(r.get('latency_p99_ms'), 3)} ms, "
-            f"server CPU {f(r.get('server_cpu_pct'), 1)}% ({f(r.get('req_per_cpu_sec'))} req/CPU-s), handler p99 "
-            f"{f(r.get('handler_p99_us'))} us, {lg}, send lag p99 "
-            f"{f(r.get('send_lag_p99_ms'), 3)} ms" + ("; FLAGGED: " + "; ".join(flags) if flags else ""))
+    return (f"{num(r.get('sustained_rps'))} req/s of {num(r.get('target_rps'))}, p99 {num(r.get('latency_p99_ms'), 3)} ms, "
+            f"server CPU {num(r.get('server_cpu_pct'), 1)}% ({num(r.get('req_per_cpu_sec'))} req/CPU-s), handler p99 "
+            f"{num(r.get('handler_p99_us'))} us, {lg}, send lag p99 "
+            f"{num(r.get('send_lag_p99_ms'), 3)} ms" + ("; FLAGGED: " + "; ".join(flags) if flags else ""))
 
 
 def _equal_rate(batch_dir, scenario, sat_ratio):
