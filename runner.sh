@@ -317,7 +317,10 @@ parse_args() {
         is_uint "$ACTOR_WORKERS" || usage_error "ACTOR_WORKERS must be a whole number, got '$ACTOR_WORKERS'"
     fi
     if [[ -n "$GROUP_COMMIT" ]]; then
-        is_pos_int "$GROUP_COMMIT" || usage_error "GROUP_COMMIT must be a whole number > 0, got '$GROUP_COMMIT'"
+        # the servers' --group-commit range (common/options.h OPTIONS_GROUP_COMMIT_MAX)
+        if ! is_pos_int "$GROUP_COMMIT" || (( 10#$GROUP_COMMIT > 64 )); then
+            usage_error "GROUP_COMMIT must be a whole number in 1..64, got '$GROUP_COMMIT'"
+        fi
     fi
     if [[ -n "$LOADGEN_TICK" && ! "$LOADGEN_TICK" =~ ^[0-9]+(\.[0-9]+)?(us|ms|s)?$ ]]; then
         usage_error "LOADGEN_TICK must be a duration such as 50us, got '$LOADGEN_TICK'"
@@ -339,6 +342,9 @@ parse_args() {
     if [[ -n "${CPU_MASK:-}" ]] && ! cpus_within "$SERVER_CPUS,$LOADGEN_CPUS" "$mask"; then
         usage_error "CPU_MASK '$CPU_MASK' plans CPUs $SERVER_CPUS / $LOADGEN_CPUS outside this shell's affinity $mask (CPU_MASK is for --cpu-plan, or a subset of the mask)"
     fi
+    # a CPU given outside the affinity mask would only fail at taskset, after the run began
+    cpus_within "$SERVER_CPUS" "$mask" || usage_error "SERVER_CPUS '$SERVER_CPUS' is not within this shell's CPU affinity $mask"
+    cpus_within "$LOADGEN_CPUS" "$mask" || usage_error "LOADGEN_CPUS '$LOADGEN_CPUS' is not within this shell's CPU affinity $mask"
     # The server's threads: its CPUs, unless SERVER_THREADS forces more or fewer (oversubscribed
     # when more: the run then measures thread switching too, and says so).
     n_server_threads=${SERVER_THREADS:-$n_server_cpus}
