@@ -13,8 +13,6 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# First of all, before anything is created: install what runs need when missing.
-case " $* " in *" -h "*|*" --help "*|*" --version "*|*" --cpu-plan "*) ;; *) "$ROOT/scripts/deps.sh" run ;; esac
 # shellcheck source=runner/lib.sh
 . "$ROOT/runner/lib.sh"
 # shellcheck source=runner/sweep.sh
@@ -184,6 +182,9 @@ if (( cpu_plan )); then
     (( rc != 2 )) || usage_error "--cpu-plan: the plan failed (see above)"
     exit "$rc"
 fi
+# The options are read (a usage error so far needed nothing installed): now, before anything
+# is checked further or created, install what runs need when missing (python3, jq, ...).
+"$ROOT/scripts/deps.sh" run
 if [[ ! "$TARGET_RATIO" =~ ^([0-9]+(\.[0-9]*)?|\.[0-9]+)$ ]] || ! awk -v r="$TARGET_RATIO" 'BEGIN { exit !(r > 0) }'; then
     usage_error "TARGET_RATIO must be a decimal number > 0, got '$TARGET_RATIO'"
 fi

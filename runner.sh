@@ -12,9 +12,9 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# First of all, before anything is created: install what runs need when missing.
-# (--help, --version, --cpu-plan and --list-servers read files only: they install and build nothing.)
-case " $* " in *" -h "*|*" --help "*|*" --version "*|*" --cpu-plan "*|*" --list-servers "*) ;; *) "$ROOT/scripts/deps.sh" run ;; esac
+# What runs need is installed (scripts/deps.sh run) once the options are read, before the
+# definition and the values are checked (parse_args); --help, --version, --cpu-plan and
+# --list-servers read files only: they install and build nothing.
 # shellcheck source=runner/lib.sh
 . "$ROOT/runner/lib.sh"
 # shellcheck source=runner/proc.sh
@@ -248,6 +248,8 @@ parse_args() {
         [[ ${#positional[@]} -eq 2 ]] || usage_error "expected <server> <scenario>, got ${#positional[@]} arguments"
     fi
     server=${positional[0]} scenario=${positional[1]:-}
+    # the options are read: install what the checks below and the run need, when missing
+    "$ROOT/scripts/deps.sh" run
     definition_load "$server" "$scenario"
 
     local p_warm p_meas p_probe p_pwarm p_conns p_swarm p_smeas
