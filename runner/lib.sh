@@ -94,11 +94,6 @@ cpulist_count() {
     wc -l <<<"$cpus" | tr -d ' '
 }
 
-# cpulist_join: reads CPUs one per line on stdin, prints them comma-separated.
-cpulist_join() {
-    paste -sd, -
-}
-
 # cpus_within LIST MASK: true when every CPU of LIST is in MASK (both cpulist_expand lists).
 cpus_within() {
     local c
@@ -143,11 +138,6 @@ affinity_cpus() {
     printf '%s\n' "${out##*: }" | tr -d ' '
 }
 
-# json_init FILE: starts a JSON document at FILE ({}).
-json_init() {
-    printf '{}\n' >"$1"
-}
-
 # json_set FILE PATH VALUE: sets the jq path PATH (".a.b") of FILE to VALUE, a JSON
 # text ("12.5", "true", "null", "{...}"). Returns non-zero (FILE unchanged) when VALUE
 # is not JSON. PATH comes from our code, never from input.
@@ -165,15 +155,6 @@ json_set() {
 # json_set_str FILE PATH STRING: sets PATH of FILE to STRING as a JSON string.
 json_set_str() {
     json_set "$1" "$2" "$(jq -n --arg s "$3" '$s')"
-}
-
-# json_num_or_null TEXT: TEXT when it is a JSON number, else null.
-json_num_or_null() {
-    if [[ "$1" =~ ^-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$ ]]; then
-        printf '%s\n' "$1"
-    else
-        printf 'null\n'
-    fi
 }
 
 # calc EXPR: evaluates an arithmetic expression in floating point with awk; prints the
