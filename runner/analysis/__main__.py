@@ -53,16 +53,11 @@ USAGE = """usage: python3 -m analysis COMMAND ARGS   (with runner/ on PYTHONPATH
                                  not limit it, no errors), else "no"
   servers                        every server definition: NAME, scenarios, file and
                                  description, tab-separated, one line each
-  server NAME FIELD              one field of a definition: scenarios, ready_path,
-                                 stop_signal, build, path or description
   server-plan NAME [SCENARIO]    what runner.sh needs of a definition (on SCENARIO), as
                                  JSON (servers.plan); exit 2 when SCENARIO is not one it lists
-  server-command NAME KEY=VALUE...
-                                 the command of a definition with its placeholders filled,
-                                 each argument followed by a NUL byte (env_args from the
-                                 environment)
-  server-env NAME KEY=VALUE...   its extra environment, KEY=VALUE each followed by NUL
-  server-run NAME KEY=VALUE...   both as JSON: {"command": [argv], "env": {name: value}}
+  server-run NAME KEY=VALUE...   the command of a definition with its placeholders filled
+                                 and its extra environment (env_args from the environment),
+                                 as JSON: {"command": [argv], "env": {name: value}}
   matrix [--pair=A,B]... [--pairs=FILE] [--servers=LIST] [--baseline=NAME]
          [--scenarios=LIST]      what a batch runs (matrix.py), as JSON
   verify URL MIX_FILE --bearer=TOKEN --seed-users=N [--json=FILE]
@@ -191,17 +186,9 @@ def _servers_cmd(cmd, args):
             for name in sorted(defs):
                 d = defs[name]
                 print(name, ",".join(d.scenarios), d.path, d.description, sep="\t")
-        elif cmd == "server" and len(args) == 2:
-            d = servers.get(defs, args[0])
-            value = {"scenarios": ",".join(d.scenarios), "ready_path": d.ready_path,
-                     "stop_signal": d.stop_signal, "build": " ".join(d.build), "path": d.path,
-                     "description": d.description}.get(args[1])
-            if value is None:
-                raise servers.DefinitionError(f"no field '{args[1]}'")
-            print(value)
         elif cmd == "server-plan" and len(args) in (1, 2):
             print(json.dumps(servers.plan(defs, args[0], args[1] if len(args) == 2 else None)))
-        elif cmd in ("server-command", "server-env", "server-run") and args:
+        elif cmd == "server-run" and args:
             values = {}
             for kv in args[1:]:
                 key, eq, val = kv.partition("=")
@@ -209,11 +196,7 @@ def _servers_cmd(cmd, args):
                     raise servers.DefinitionError(f"expected KEY=VALUE, got '{kv}'")
                 values[key] = val
             argv, env = servers.expand(servers.get(defs, args[0]), values)
-            if cmd == "server-run":
-                print(json.dumps({"command": argv, "env": env}))
-                return 0
-            items = argv if cmd == "server-command" else [f"{k}={v}" for k, v in env.items()]
-            sys.stdout.write("".join(x + "\0" for x in items))
+            print(json.dumps({"command": argv, "env": env}))
         elif cmd == "matrix":
             opts = {"pairs": []}
             for a in args:
@@ -330,7 +313,7 @@ def main(argv):
             root = os.environ.get("CPU_TOPOLOGY_ROOT") or cpuplan.DEFAULT_ROOT
             for p in scaling.plan(scaling.parse_counts(args[0]), scaling.parse_cpus(args[1]), root, smt):
                 print(" ".join(str(x) for x in p))
-        elif cmd in ("servers", "server", "server-plan", "server-command", "server-env", "server-run", "matrix"):
+        elif cmd in ("servers", "server-plan", "server-run", "matrix"):
             return _servers_cmd(cmd, args)
 
         elif cmd == "cpu-plan":
