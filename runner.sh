@@ -565,6 +565,11 @@ phase_build() {
     taskset -pc "$LOADGEN_CPUS" $$ >/dev/null 2>&1 || log_info "warning: could not pin the runner to $LOADGEN_CPUS"
 }
 
+# free_port: a TCP port free on SERVER_ADDR now (the kernel's pick), for a run without PORT.
+free_port() {
+    "${ANALYSIS_PYTHON:-python3}" -c 'import socket, sys; s = socket.socket(); s.bind((sys.argv[1], 0)); print(s.getsockname()[1])' "$SERVER_ADDR"
+}
+
 # ---- phase: start -------------------------------------------------------------------
 # phase_start: the definition's command with its placeholders filled (SPEC.md section 3),
 # its env, pinned to SERVER_CPUS, in the run folder, as the leader of a session of its own
@@ -574,8 +579,7 @@ phase_build() {
 phase_start() {
     local why
     if [[ -z "$PORT" ]]; then
-        PORT=$("${ANALYSIS_PYTHON:-python3}" -c 'import socket, sys; s = socket.socket(); s.bind((sys.argv[1], 0)); print(s.getsockname()[1])' "$SERVER_ADDR") ||
-            fail "could not find a free port on $SERVER_ADDR"
+        PORT=$(free_port) || fail "could not find a free port on $SERVER_ADDR"
     fi
     fact .config.port "$PORT"
     url="http://$SERVER_ADDR:$PORT"
@@ -885,9 +889,7 @@ phase_sweep() {
     trap 'log_info "sweep: interrupted by a signal"; exit 1' INT TERM
     for rate in "${list[@]}"; do
         i=$((i + 1))
-        if [[ -z "$PORT" ]]; then
-            PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])') || PORT=""
-        fi
+        if [[ -z "$PORT" ]]; then PORT=$(free_port) || PORT=""; fi
         ( sweep_step "$i" "$n" "$rate" "$base" ) &
         STEP_PID=$!
         if ! wait "$STEP_PID"; then
