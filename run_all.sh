@@ -95,7 +95,7 @@ pairs, more equal-load rounds (-equal2, ...), while the batch fits its --budget
   --cpu-plan         print the CPU plan of the matrix's runs and of every --scaling count
                      (server_cpus=, loadgen_cpus=, idle_cpus=, then why) and exit 0: builds,
                      installs and runs nothing
-  --version          print the checkout's git commit and exit
+  --version          print the checkout's commit and the libraries' versions, and exit
 Options take their value as --opt=value or --opt value; an empty value is a usage error.
 Every value, and runner.sh's checks of every planned run (runner.sh --check-only), are
 checked before anything is created.

@@ -90,7 +90,7 @@ def_scenarios="" def_program="" def_env_args="" store="" mix=""
 
 usage() {
     cat <<USAGE
-usage: ./runner.sh [--help] <server> <scenario> [--quick] [--smoke] [--measure-sec=N]
+usage: ./runner.sh [--help] [--version] <server> <scenario> [--quick] [--smoke] [--measure-sec=N]
                    [--warmup-sec=N] [--probe-sec=N] [--wrk-conns=N] [--wrk-threads=N]
                    [--batch=ID] [--probe-only] [--sweep [--rates=R1,R2,...]] [--check-only]
        ./runner.sh --cpu-plan
@@ -121,6 +121,8 @@ usage: ./runner.sh [--help] <server> <scenario> [--quick] [--smoke] [--measure-s
   --check-only  check the arguments and the environment, then exit 0 (or 2 with the usage
                 error) without building, starting or creating anything (run_all.sh checks
                 every planned run this way first)
+  --version     print the checkout's commit and the libraries' versions, and exit
+Options take their value as --opt=value or --opt value; an empty value is a usage error.
 Environment (an option beats it; it beats --quick/--smoke):
   WARMUP_SEC (30) MEASURE_SEC (60) PROBE_SEC (30) PROBE_WARMUP_SEC (5) WRK_CONNS (256, or
   64 per server thread when more; smoke: 32, or 8 per thread) WRK_THREADS (CPUs in
