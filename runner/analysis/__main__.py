@@ -306,12 +306,13 @@ def main(argv):
         elif cmd == "scaling-plan" and len(args) == 2:
             from . import cpuplan, scaling
             try:
-                _, smt, _, _ = cpuplan.from_env(dict(os.environ, SERVER_CPUS="", LOADGEN_CPUS=""), args[1])
+                # the CPUs the runs will be planned on: CPU_MASK when set (runner.sh plans each
+                # count there too), else CPUS
+                topo, smt, _, _ = cpuplan.from_env(dict(os.environ, SERVER_CPUS="", LOADGEN_CPUS=""), args[1])
             except cpuplan.PlanError as err:
                 print(f"analysis scaling-plan: {err}", file=sys.stderr)
                 return 2
-            root = os.environ.get("CPU_TOPOLOGY_ROOT") or cpuplan.DEFAULT_ROOT
-            for p in scaling.plan(scaling.parse_counts(args[0]), scaling.parse_cpus(args[1]), root, smt):
+            for p in scaling.plan(scaling.parse_counts(args[0]), topo.mask, topo.root, smt):
                 print(" ".join(str(x) for x in p))
         elif cmd in ("servers", "server-plan", "server-run", "matrix"):
             return _servers_cmd(cmd, args)
