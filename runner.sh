@@ -382,6 +382,15 @@ parse_args() {
     [[ "$VERIFY_ONLY" == 0 ]] || kind=verify
 }
 
+# run_traps_set: the traps of one run (the main one, a sweep step, a verify run): the last
+# failing command remembered for the failure message, cleanup at the exit, a signal a failure.
+run_traps_set() {
+    LAST_ERR=""
+    trap 'LAST_ERR="line $LINENO: $BASH_COMMAND"' ERR
+    trap cleanup EXIT
+    trap 'fail "interrupted by a signal"' INT TERM
+}
+
 # ---- facts, result and failure ----------------------------------------------------------
 # fact PATH JSON: sets PATH of facts.json; fact_str PATH STRING: the same with a string.
 fact() { json_set "$FACTS" "$1" "$2"; }
@@ -929,10 +938,7 @@ sweep_step() {
         {step: $i, steps: $n, offered_rps: $rate, base_rps: $base,
          fraction_of_base: (if $base > 0 then ($rate / $base * 10000 | round / 10000) else null end),
          rates_given: $given}')"
-    LAST_ERR=""
-    trap 'LAST_ERR="line $LINENO: $BASH_COMMAND"' ERR
-    trap cleanup EXIT
-    trap 'fail "interrupted by a signal"' INT TERM
+    run_traps_set
     phase_build
     phase_start
     phase_verify
@@ -985,10 +991,7 @@ verify_one() {
     scenario=$1 RUN_SUFFIX=-verify
     definition_load "$server" "$scenario"
     setup_run
-    LAST_ERR=""
-    trap 'LAST_ERR="line $LINENO: $BASH_COMMAND"' ERR
-    trap cleanup EXIT
-    trap 'fail "interrupted by a signal"' INT TERM
+    run_traps_set
     phase_build
     phase_start
     phase_verify
@@ -1026,10 +1029,7 @@ main() {
         return
     fi
     setup_run
-    LAST_ERR=""
-    trap 'LAST_ERR="line $LINENO: $BASH_COMMAND"' ERR
-    trap cleanup EXIT
-    trap 'fail "interrupted by a signal"' INT TERM
+    run_traps_set
     phase_build
     if remote_enabled; then remote_setup; fi
     phase_start
