@@ -1009,10 +1009,15 @@ main() {
             --version) suite_version runner.sh; exit 0 ;;
         esac
     done
-    for a in "$@"; do
-        # the plan alone: nothing built, installed or run (works before scripts/deps.sh)
-        if [[ "$a" == --cpu-plan ]]; then cpu_plan_run; exit $?; fi
-    done
+    # the plan alone: nothing built, installed or run (works before scripts/deps.sh); with
+    # other arguments a usage error, as --list-servers (parse_args)
+    if [[ $# -eq 1 && "$1" == --cpu-plan ]]; then
+        local plan rc=0
+        plan=$(cpu_plan_run 2>&1) || rc=$?
+        (( rc != 2 )) || usage_error "CPU plan: ${plan#analysis cpu-plan: }"
+        printf '%s\n' "$plan"
+        exit "$rc"
+    fi
     if [[ $# -eq 1 && "$1" == --list-servers ]]; then
         list_servers
         return
