@@ -136,7 +136,9 @@ Environment (an option beats it; it beats --quick/--smoke):
   warned about) SERVER_CPU_COUNT (the plan's server CPUs instead of its default) SAT_RATIO (0.7) BEARER ACTOR_WORKERS GROUP_COMMIT (1: every POST
   committed alone, in both servers; N > 1: the actor server's store actor commits up to N
   POSTs together, async-server stays at 1) SEED_USERS (10000) REQ_TIMEOUT_SEC (10) LOADGEN_TICK
-  STOP_TIMEOUT_SEC (5) RESULTS_DIR MIX_DIR BUILD (build) RUNNER_BUILD (1) PORT
+  STOP_TIMEOUT_SEC (5) READY_TIMEOUT_SEC (15: the ready_path must answer 200 by then)
+  ACCESS_LOG (/dev/null: the server's access log) BATCH (as --batch) RESULTS_DIR MIX_DIR
+  BUILD (build) RUNNER_BUILD (1) PORT
   TARGET_RPS (skip the probe and sustain this rate: run_all's equal-load runs)
   PROBE_ONLY (1: as --probe-only) REPEAT (the probe repeat number to record)
   RUN_SUFFIX (appended to the run folder name) SUSTAIN (0: no sustain after the probe)
