@@ -102,8 +102,9 @@ $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
 
-$(BUILD)/obj/common/options.o: CFLAGS += -DBUILD_GIT_COMMIT='"$(GIT_COMMIT)"'
-$(BUILD)/obj/common/options.o: $(BUILD)/git-commit
+# the commit --version prints: the servers' (common/options.c) and the load generator's
+$(BUILD)/obj/common/options.o $(BUILD)/obj/loadgen/main.o: CFLAGS += -DBUILD_GIT_COMMIT='"$(GIT_COMMIT)"'
+$(BUILD)/obj/common/options.o $(BUILD)/obj/loadgen/main.o: $(BUILD)/git-commit
 $(BUILD)/git-commit: FORCE
 	@mkdir -p $(dir $@)
 	@echo '$(GIT_COMMIT)' | cmp -s - $@ 2>/dev/null || echo '$(GIT_COMMIT)' > $@

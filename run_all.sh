@@ -13,8 +13,6 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# First of all, before anything is created: install what runs need when missing.
-case " $* " in *" -h "*|*" --help "*|*" --version "*|*" --cpu-plan "*) ;; *) "$ROOT/scripts/deps.sh" run ;; esac
 # shellcheck source=runner/lib.sh
 . "$ROOT/runner/lib.sh"
 # shellcheck source=runner/sweep.sh
@@ -97,14 +95,14 @@ pairs, more equal-load rounds (-equal2, ...), while the batch fits its --budget
   --cpu-plan         print the CPU plan of the matrix's runs and of every --scaling count
                      (server_cpus=, loadgen_cpus=, idle_cpus=, then why) and exit 0: builds,
                      installs and runs nothing
-  --version          print the checkout's git commit and exit
+  --version          print the checkout's commit and the libraries' versions, and exit
 Options take their value as --opt=value or --opt value; an empty value is a usage error.
 Every value, and runner.sh's checks of every planned run (runner.sh --check-only), are
 checked before anything is created.
 Environment: TARGET_RATIO ($TARGET_RATIO) SAT_RATIO ($SAT_RATIO) REPEATS MIN_VALID_PAIRS
   ($MIN_VALID_PAIRS) BUDGET (as --budget) SEED (as --seed) EQUAL_LOAD (1; 0 with --sweep)
   EQUAL_WARMUP_SEC EQUAL_MEASURE_SEC SWEEP_RATES (as --rates) SWEEP_WARMUP_SEC
-  SWEEP_MEASURE_SEC (sweep step, full 5+20 s) RESULTS_DIR SERVER_DEFS, and everything
+  SWEEP_MEASURE_SEC (sweep step, full 5+20 s) BATCH (as --batch) RESULTS_DIR SERVER_DEFS, and everything
   runner.sh reads (WARMUP_SEC MEASURE_SEC PROBE_SEC SERVER_CPUS LOADGEN_CPUS SMT SERVER_THREADS
   CPU_MASK CPU_TOPOLOGY_ROOT WRK_CONNS
   WRK_THREADS BEARER ACTOR_WORKERS GROUP_COMMIT LOADGEN_TICK LOADGEN_HOSTS SERVER_ADDR
@@ -184,6 +182,9 @@ if (( cpu_plan )); then
     (( rc != 2 )) || usage_error "--cpu-plan: the plan failed (see above)"
     exit "$rc"
 fi
+# The options are read (a usage error so far needed nothing installed): now, before anything
+# is checked further or created, install what runs need when missing (python3, jq, ...).
+"$ROOT/scripts/deps.sh" run
 if [[ ! "$TARGET_RATIO" =~ ^([0-9]+(\.[0-9]*)?|\.[0-9]+)$ ]] || ! awk -v r="$TARGET_RATIO" 'BEGIN { exit !(r > 0) }'; then
     usage_error "TARGET_RATIO must be a decimal number > 0, got '$TARGET_RATIO'"
 fi

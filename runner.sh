@@ -12,9 +12,9 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# First of all, before anything is created: install what runs need when missing.
-# (--help, --version, --cpu-plan and --list-servers read files only: they install and build nothing.)
-case " $* " in *" -h "*|*" --help "*|*" --version "*|*" --cpu-plan "*|*" --list-servers "*) ;; *) "$ROOT/scripts/deps.sh" run ;; esac
+# What runs need is installed (scripts/deps.sh run) once the options are read, before the
+# definition and the values are checked (parse_args); --help, --version, --cpu-plan and
+# --list-servers read files only: they install and build nothing.
 # shellcheck source=runner/lib.sh
 . "$ROOT/runner/lib.sh"
 # shellcheck source=runner/proc.sh
@@ -90,7 +90,7 @@ def_scenarios="" def_program="" def_env_args="" store="" mix=""
 
 usage() {
     cat <<USAGE
-usage: ./runner.sh [--help] <server> <scenario> [--quick] [--smoke] [--measure-sec=N]
+usage: ./runner.sh [--help] [--version] <server> <scenario> [--quick] [--smoke] [--measure-sec=N]
                    [--warmup-sec=N] [--probe-sec=N] [--wrk-conns=N] [--wrk-threads=N]
                    [--batch=ID] [--probe-only] [--sweep [--rates=R1,R2,...]] [--check-only]
        ./runner.sh --cpu-plan
@@ -121,6 +121,8 @@ usage: ./runner.sh [--help] <server> <scenario> [--quick] [--smoke] [--measure-s
   --check-only  check the arguments and the environment, then exit 0 (or 2 with the usage
                 error) without building, starting or creating anything (run_all.sh checks
                 every planned run this way first)
+  --version     print the checkout's commit and the libraries' versions, and exit
+Options take their value as --opt=value or --opt value; an empty value is a usage error.
 Environment (an option beats it; it beats --quick/--smoke):
   WARMUP_SEC (30) MEASURE_SEC (60) PROBE_SEC (30) PROBE_WARMUP_SEC (5) WRK_CONNS (256, or
   64 per server thread when more; smoke: 32, or 8 per thread) WRK_THREADS (CPUs in
@@ -134,7 +136,9 @@ Environment (an option beats it; it beats --quick/--smoke):
   warned about) SERVER_CPU_COUNT (the plan's server CPUs instead of its default) SAT_RATIO (0.7) BEARER ACTOR_WORKERS GROUP_COMMIT (1: every POST
   committed alone, in both servers; N > 1: the actor server's store actor commits up to N
   POSTs together, async-server stays at 1) SEED_USERS (10000) REQ_TIMEOUT_SEC (10) LOADGEN_TICK
-  STOP_TIMEOUT_SEC (5) RESULTS_DIR MIX_DIR BUILD (build) RUNNER_BUILD (1) PORT
+  STOP_TIMEOUT_SEC (5) READY_TIMEOUT_SEC (15: the ready_path must answer 200 by then)
+  ACCESS_LOG (/dev/null: the server's access log) BATCH (as --batch) RESULTS_DIR MIX_DIR
+  BUILD (build) RUNNER_BUILD (1) PORT
   TARGET_RPS (skip the probe and sustain this rate: run_all's equal-load runs)
   PROBE_ONLY (1: as --probe-only) REPEAT (the probe repeat number to record)
   RUN_SUFFIX (appended to the run folder name) SUSTAIN (0: no sustain after the probe)
@@ -248,6 +252,8 @@ parse_args() {
         [[ ${#positional[@]} -eq 2 ]] || usage_error "expected <server> <scenario>, got ${#positional[@]} arguments"
     fi
     server=${positional[0]} scenario=${positional[1]:-}
+    # the options are read: install what the checks below and the run need, when missing
+    "$ROOT/scripts/deps.sh" run
     definition_load "$server" "$scenario"
 
     local p_warm p_meas p_probe p_pwarm p_conns p_swarm p_smeas
@@ -317,7 +323,10 @@ parse_args() {
         is_uint "$ACTOR_WORKERS" || usage_error "ACTOR_WORKERS must be a whole number, got '$ACTOR_WORKERS'"
     fi
     if [[ -n "$GROUP_COMMIT" ]]; then
-        is_pos_int "$GROUP_COMMIT" || usage_error "GROUP_COMMIT must be a whole number > 0, got '$GROUP_COMMIT'"
+        # the servers' --group-commit range (common/options.h OPTIONS_GROUP_COMMIT_MAX)
+        if ! is_pos_int "$GROUP_COMMIT" || (( 10#$GROUP_COMMIT > 64 )); then
+            usage_error "GROUP_COMMIT must be a whole number in 1..64, got '$GROUP_COMMIT'"
+        fi
     fi
     if [[ -n "$LOADGEN_TICK" && ! "$LOADGEN_TICK" =~ ^[0-9]+(\.[0-9]+)?(us|ms|s)?$ ]]; then
         usage_error "LOADGEN_TICK must be a duration such as 50us, got '$LOADGEN_TICK'"
@@ -339,6 +348,9 @@ parse_args() {
     if [[ -n "${CPU_MASK:-}" ]] && ! cpus_within "$SERVER_CPUS,$LOADGEN_CPUS" "$mask"; then
         usage_error "CPU_MASK '$CPU_MASK' plans CPUs $SERVER_CPUS / $LOADGEN_CPUS outside this shell's affinity $mask (CPU_MASK is for --cpu-plan, or a subset of the mask)"
     fi
+    # a CPU given outside the affinity mask would only fail at taskset, after the run began
+    cpus_within "$SERVER_CPUS" "$mask" || usage_error "SERVER_CPUS '$SERVER_CPUS' is not within this shell's CPU affinity $mask"
+    cpus_within "$LOADGEN_CPUS" "$mask" || usage_error "LOADGEN_CPUS '$LOADGEN_CPUS' is not within this shell's CPU affinity $mask"
     # The server's threads: its CPUs, unless SERVER_THREADS forces more or fewer (oversubscribed
     # when more: the run then measures thread switching too, and says so).
     n_server_threads=${SERVER_THREADS:-$n_server_cpus}
@@ -370,6 +382,15 @@ parse_args() {
     [[ -z "$TARGET_RPS" ]] || kind=equal-load
     [[ "$PROBE_ONLY" == 0 ]] || kind=probe
     [[ "$VERIFY_ONLY" == 0 ]] || kind=verify
+}
+
+# run_traps_set: the traps of one run (the main one, a sweep step, a verify run): the last
+# failing command remembered for the failure message, cleanup at the exit, a signal a failure.
+run_traps_set() {
+    LAST_ERR=""
+    trap 'LAST_ERR="line $LINENO: $BASH_COMMAND"' ERR
+    trap cleanup EXIT
+    trap 'fail "interrupted by a signal"' INT TERM
 }
 
 # ---- facts, result and failure ----------------------------------------------------------
@@ -557,6 +578,11 @@ phase_build() {
     taskset -pc "$LOADGEN_CPUS" $$ >/dev/null 2>&1 || log_info "warning: could not pin the runner to $LOADGEN_CPUS"
 }
 
+# free_port: a TCP port free on SERVER_ADDR now (the kernel's pick), for a run without PORT.
+free_port() {
+    "${ANALYSIS_PYTHON:-python3}" -c 'import socket, sys; s = socket.socket(); s.bind((sys.argv[1], 0)); print(s.getsockname()[1])' "$SERVER_ADDR"
+}
+
 # ---- phase: start -------------------------------------------------------------------
 # phase_start: the definition's command with its placeholders filled (SPEC.md section 3),
 # its env, pinned to SERVER_CPUS, in the run folder, as the leader of a session of its own
@@ -566,8 +592,7 @@ phase_build() {
 phase_start() {
     local why
     if [[ -z "$PORT" ]]; then
-        PORT=$("${ANALYSIS_PYTHON:-python3}" -c 'import socket, sys; s = socket.socket(); s.bind((sys.argv[1], 0)); print(s.getsockname()[1])' "$SERVER_ADDR") ||
-            fail "could not find a free port on $SERVER_ADDR"
+        PORT=$(free_port) || fail "could not find a free port on $SERVER_ADDR"
     fi
     fact .config.port "$PORT"
     url="http://$SERVER_ADDR:$PORT"
@@ -877,9 +902,7 @@ phase_sweep() {
     trap 'log_info "sweep: interrupted by a signal"; exit 1' INT TERM
     for rate in "${list[@]}"; do
         i=$((i + 1))
-        if [[ -z "$PORT" ]]; then
-            PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])') || PORT=""
-        fi
+        if [[ -z "$PORT" ]]; then PORT=$(free_port) || PORT=""; fi
         ( sweep_step "$i" "$n" "$rate" "$base" ) &
         STEP_PID=$!
         if ! wait "$STEP_PID"; then
@@ -917,10 +940,7 @@ sweep_step() {
         {step: $i, steps: $n, offered_rps: $rate, base_rps: $base,
          fraction_of_base: (if $base > 0 then ($rate / $base * 10000 | round / 10000) else null end),
          rates_given: $given}')"
-    LAST_ERR=""
-    trap 'LAST_ERR="line $LINENO: $BASH_COMMAND"' ERR
-    trap cleanup EXIT
-    trap 'fail "interrupted by a signal"' INT TERM
+    run_traps_set
     phase_build
     phase_start
     phase_verify
@@ -973,10 +993,7 @@ verify_one() {
     scenario=$1 RUN_SUFFIX=-verify
     definition_load "$server" "$scenario"
     setup_run
-    LAST_ERR=""
-    trap 'LAST_ERR="line $LINENO: $BASH_COMMAND"' ERR
-    trap cleanup EXIT
-    trap 'fail "interrupted by a signal"' INT TERM
+    run_traps_set
     phase_build
     phase_start
     phase_verify
@@ -994,10 +1011,15 @@ main() {
             --version) suite_version runner.sh; exit 0 ;;
         esac
     done
-    for a in "$@"; do
-        # the plan alone: nothing built, installed or run (works before scripts/deps.sh)
-        if [[ "$a" == --cpu-plan ]]; then cpu_plan_run; exit $?; fi
-    done
+    # the plan alone: nothing built, installed or run (works before scripts/deps.sh); with
+    # other arguments a usage error, as --list-servers (parse_args)
+    if [[ $# -eq 1 && "$1" == --cpu-plan ]]; then
+        local plan rc=0
+        plan=$(cpu_plan_run 2>&1) || rc=$?
+        (( rc != 2 )) || usage_error "CPU plan: ${plan#analysis cpu-plan: }"
+        printf '%s\n' "$plan"
+        exit "$rc"
+    fi
     if [[ $# -eq 1 && "$1" == --list-servers ]]; then
         list_servers
         return
@@ -1014,10 +1036,7 @@ main() {
         return
     fi
     setup_run
-    LAST_ERR=""
-    trap 'LAST_ERR="line $LINENO: $BASH_COMMAND"' ERR
-    trap cleanup EXIT
-    trap 'fail "interrupted by a signal"' INT TERM
+    run_traps_set
     phase_build
     if remote_enabled; then remote_setup; fi
     phase_start

@@ -31,14 +31,10 @@
 #include "util.h"
 #include "worker.h"
 
-/* The commit loadgen was built from: the Makefile may define GIT_COMMIT (a bare token or
- * a string literal, either works); "unknown" otherwise. */
-#define LG_STR_(x) #x
-#define LG_STR(x) LG_STR_(x)
-#ifdef GIT_COMMIT
-#define LOADGEN_COMMIT LG_STR(GIT_COMMIT)
-#else
-#define LOADGEN_COMMIT "unknown"
+/* The commit loadgen was built from, as the servers' --version gives it (the Makefile
+ * passes -DBUILD_GIT_COMMIT="\"<commit>\"" to this file and common/options.c). */
+#ifndef BUILD_GIT_COMMIT
+#define BUILD_GIT_COMMIT ""
 #endif
 
 static volatile int g_interrupted;
@@ -46,14 +42,7 @@ static volatile int g_interrupted;
 /* --version: one line on stdout, the commit and the libraries' versions. */
 static void print_version(void)
 {
-    char commit[64];
-    const char *c = LOADGEN_COMMIT;
-    size_t n = strlen(c);
-    if (n >= 2 && c[0] == '"' && c[n - 1] == '"') { /* defined as a string literal */
-        c++;
-        n -= 2;
-    }
-    snprintf(commit, sizeof commit, "%.*s", (int)n, c);
+    const char *commit = BUILD_GIT_COMMIT;
     printf("loadgen %s (libuv %s, llhttp %d.%d.%d, jansson %s)\n", *commit ? commit : "unknown",
            uv_version_string(), LLHTTP_VERSION_MAJOR, LLHTTP_VERSION_MINOR, LLHTTP_VERSION_PATCH,
            JANSSON_VERSION);

@@ -94,11 +94,6 @@ cpulist_count() {
     wc -l <<<"$cpus" | tr -d ' '
 }
 
-# cpulist_join: reads CPUs one per line on stdin, prints them comma-separated.
-cpulist_join() {
-    paste -sd, -
-}
-
 # cpus_within LIST MASK: true when every CPU of LIST is in MASK (both cpulist_expand lists).
 cpus_within() {
     local c
@@ -143,11 +138,6 @@ affinity_cpus() {
     printf '%s\n' "${out##*: }" | tr -d ' '
 }
 
-# json_init FILE: starts a JSON document at FILE ({}).
-json_init() {
-    printf '{}\n' >"$1"
-}
-
 # json_set FILE PATH VALUE: sets the jq path PATH (".a.b") of FILE to VALUE, a JSON
 # text ("12.5", "true", "null", "{...}"). Returns non-zero (FILE unchanged) when VALUE
 # is not JSON. PATH comes from our code, never from input.
@@ -165,15 +155,6 @@ json_set() {
 # json_set_str FILE PATH STRING: sets PATH of FILE to STRING as a JSON string.
 json_set_str() {
     json_set "$1" "$2" "$(jq -n --arg s "$3" '$s')"
-}
-
-# json_num_or_null TEXT: TEXT when it is a JSON number, else null.
-json_num_or_null() {
-    if [[ "$1" =~ ^-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$ ]]; then
-        printf '%s\n' "$1"
-    else
-        printf 'null\n'
-    fi
 }
 
 # calc EXPR: evaluates an arithmetic expression in floating point with awk; prints the
@@ -212,23 +193,25 @@ mode_durations() {
     esac
 }
 
-# suite_version NAME: "NAME COMMIT[-dirty] (libuv X, llhttp Y, sqlite Z, ck W, jansson V)": the
+# suite_version NAME: "NAME COMMIT[-dirty] (libuv X, sqlite Z, ck W, jansson V, llhttp Y)": the
 # checkout's commit ("unknown" outside a git checkout; "-dirty" when tracked files are
-# modified) and the libraries the build links, for --version. Reads git and pkg-config only.
+# modified) and the libraries the build links, for --version: the versions as result.json
+# records them (runner/host.sh's pkg_version and llhttp_version). Reads git, pkg-config and
+# the llhttp header only (no jq: it works before scripts/deps.sh has run).
 suite_version() {
-    local root v libs="" lib ver h
+    local root v libs="" lib ver
     root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+    # shellcheck source=runner/host.sh
+    . "$root/runner/host.sh"
     if v=$(git -C "$root" rev-parse --short=12 HEAD 2>/dev/null); then
         [[ -z "$(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null)" ]] || v="$v-dirty"
     else
         v=unknown
     fi
     for lib in libuv sqlite3 ck jansson; do
-        ver=$(pkg-config --modversion "$lib" 2>/dev/null) || ver="?"
-        libs+="${libs:+, }${lib%3} $ver"
+        ver=$(pkg_version "$lib")
+        libs+="${libs:+, }${lib%3} ${ver:-?}"
     done
-    h=${LLHTTP_HEADER:-/usr/share/include/llhttp/llhttp.h}
-    ver=$(awk '/#define LLHTTP_VERSION_(MAJOR|MINOR|PATCH)/ { v = v (v == "" ? "" : ".") $3 } END { print v }' "$h" 2>/dev/null)
-    echo "$1 $v (libuv ${libs#libuv }, llhttp ${ver:-?})"
+    ver=$(llhttp_version)
+    echo "$1 $v ($libs, llhttp ${ver:-?})"
 }
-

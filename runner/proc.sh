@@ -38,15 +38,6 @@ proc_hwm_kb() {
     proc_hwm_kb_file "/proc/$1/status"
 }
 
-# proc_sample PID: prints "CLOCK_S TICKS" (clock_s and CPU ticks read back to back),
-# or returns 1 when the process is gone.
-proc_sample() {
-    local t ticks
-    t=$(clock_s)
-    ticks=$(proc_cpu_ticks "$1") || return 1
-    printf '%s %s\n' "$t" "$ticks"
-}
-
 # cpustat_sample LIST: "BUSY TOTAL STEAL" ticks summed over the CPUs of LIST (a
 # cpulist_expand list) from /proc/stat: busy = user+nice+system+irq+softirq+steal,
 # total = busy+idle+iowait. Whoever ran there counts: the server, the suite, or anything else.

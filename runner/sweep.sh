@@ -1,7 +1,8 @@
 # shellcheck shell=bash
 # sweep.sh: the shell side of rate sweeps (SPEC.md section 14), shared by runner.sh and
-# run_all.sh: the --rates list check and the wall-time estimate of a batch. The steps are run
-# by runner.sh (phase_sweep); the knee and every derived figure are runner/analysis/sweep.py's.
+# run_all.sh: the --rates list check and the per-run overheads of run_all.sh's time
+# estimate (planned_s). The steps are run by runner.sh (phase_sweep); the knee and every
+# derived figure are runner/analysis/sweep.py's.
 # Sourced, never executed; defines functions only. Needs lib.sh (mode_durations).
 
 # Most steps a sweep may have (run folders are numbered -sweep-01 .. -sweep-99).
@@ -46,25 +47,7 @@ sweep_rates_parse() {
 # runner.sh run beyond its loadgen windows (start-up, host and version facts, server start,
 # sanity, stop, analysis: 24 probes took 12.9 s each for 10 s of windows), and a sweep step
 # beyond its window (fresh server, sanity, stop, analysis: 12 steps of 2+4 s took 89.7 s).
+# shellcheck disable=SC2034  # read by run_all.sh (planned_s)
 SWEEP_RUN_OVERHEAD_S=3
+# shellcheck disable=SC2034
 SWEEP_STEP_OVERHEAD_S=1.5
-
-# sweep_estimate_s MODE RUNS REPEATS SUSTAINS EQUAL_RUNS EQUAL_SEC SWEEP_SERVERS STEPS: the
-# estimated wall time of a run_all.sh batch in seconds: RUNS x REPEATS probes, SUSTAINS
-# sustained windows, EQUAL_RUNS equal-load runs of EQUAL_SEC each (warm-up included), and
-# SWEEP_SERVERS sweeps of STEPS steps. Durations follow MODE and the environment overrides
-# (PROBE_SEC, PROBE_WARMUP_SEC, WARMUP_SEC, MEASURE_SEC, SWEEP_WARMUP_SEC, SWEEP_MEASURE_SEC).
-sweep_estimate_s() {
-    local mode=$1 runs=$2 repeats=$3 sustains=$4 eq_runs=$5 eq_sec=$6 sweeps=$7 steps=$8
-    local warm meas probe pwarm _conns swarm smeas
-    read -r warm meas probe pwarm _conns swarm smeas < <(mode_durations "$mode") || return 1
-    warm=${WARMUP_SEC:-$warm} meas=${MEASURE_SEC:-$meas} probe=${PROBE_SEC:-$probe}
-    pwarm=${PROBE_WARMUP_SEC:-$pwarm} swarm=${SWEEP_WARMUP_SEC:-$swarm} smeas=${SWEEP_MEASURE_SEC:-$smeas}
-    awk -v runs="$runs" -v rep="$repeats" -v sus="$sustains" -v eq="$eq_runs" -v eqs="$eq_sec" \
-        -v sw="$sweeps" -v steps="$steps" -v warm="$warm" -v meas="$meas" -v probe="$probe" \
-        -v pwarm="$pwarm" -v swarm="$swarm" -v smeas="$smeas" -v orun="$SWEEP_RUN_OVERHEAD_S" \
-        -v ostep="$SWEEP_STEP_OVERHEAD_S" 'BEGIN {
-        t = runs * rep * (pwarm + probe + orun) + sus * (warm + meas) + eq * (eqs + orun)
-        t += sw * (orun + steps * (swarm + smeas + ostep))
-        printf "%d\n", t + 0.5 }'
-}

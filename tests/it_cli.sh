@@ -91,6 +91,10 @@ refused "EQUAL_MEASURE_SEC=0" "EQUAL_MEASURE_SEC must be whole seconds > 0" EQUA
 refused "WRK_CONNS=0 (runner.sh's check)" "actor-mem s1: connections must be > 0, got '0'" WRK_CONNS=0 -- --smoke
 refused "PROBE_SEC=0 (runner.sh's check)" "probe must be whole seconds > 0, got '0'" PROBE_SEC=0 -- --smoke --scenarios=s2
 refused "SERVER_CPUS=x (runner.sh's check)" "SERVER_CPUS: bad CPU list 'x'" SERVER_CPUS=x -- --smoke --pair async-mem,actor-mem --scenarios s1
+refused "SERVER_CPUS outside the affinity mask (runner.sh's check)" "SERVER_CPUS '4096' is not within this shell's CPU affinity" \
+    SERVER_CPUS=4096 -- --smoke --scenarios s1
+refused "GROUP_COMMIT=65 (runner.sh's check: the servers take 1..64)" "GROUP_COMMIT must be a whole number in 1..64, got '65'" \
+    GROUP_COMMIT=65 -- --smoke --scenarios s4
 
 # ---- both value forms reach their check (a later bad value stops the run) -------------------
 refused "--batch ID --seed N --budget D parsed (space form): the repeats are what is refused" \

@@ -93,8 +93,10 @@ rc=0; "$LOADGEN" -h >"$TMP/out" || rc=$?
 check "-h exits 0 and prints the usage" \
     bash -c "[[ $rc -eq 0 ]] && grep -q '^usage: loadgen' '$TMP/out'"
 rc=0; "$LOADGEN" --version >"$TMP/out" || rc=$?
-check "--version exits 0: '$(cat "$TMP/out")'" \
-    bash -c "[[ $rc -eq 0 && \$(wc -l <'$TMP/out') -eq 1 ]] && grep -Eq '^loadgen [^ ]+ \(libuv [0-9.]+, llhttp [0-9.]+, jansson [0-9.]+\)$' '$TMP/out'"
+# the commit it was built from, as the servers' --version gives it ("unknown" only outside git)
+want=$(git -C "$(dirname "${BASH_SOURCE[0]}")" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+check "--version exits 0 and names commit $want: '$(cat "$TMP/out")'" \
+    bash -c "[[ $rc -eq 0 && \$(wc -l <'$TMP/out') -eq 1 ]] && grep -Eq '^loadgen $want(-dirty)? \(libuv [0-9.]+, llhttp [0-9.]+, jansson [0-9.]+\)$' '$TMP/out'"
 rc=0; "$LOADGEN" --url=http://127.0.0.1:1 --duration= 2>"$TMP/err" || rc=$?
 check "an empty value (--duration=) exits 2: $(head -n1 "$TMP/err")" \
     bash -c "[[ $rc -eq 2 ]] && grep -q 'empty' '$TMP/err'"

@@ -39,9 +39,8 @@ export RESULTS_DIR="$TMP/results"
 unset BUDGET SEED REPEATS
 
 # ---- the batch, with a hog on the server CPU during round 1 ----------------------------------
-# the server's CPU as runner.sh will pick it: the CPU plan's first server CPU
-srv_cpu=$("$ROOT/runner.sh" --cpu-plan | sed -n 's/^server_cpus=//p' | cut -d, -f1 | cut -d- -f1)
-[[ "$srv_cpu" =~ ^[0-9]+$ ]] || { echo "not ok 1 - the CPU plan gave no server CPU"; echo "1..1"; exit 1; }
+# the server's CPU as runner.sh will pick it: the first of the CPU plan's server CPUs
+srv_cpu=$(cpu_plan_sides "$(affinity_cpus)" | sed -n 1p | cut -d, -f1)
 taskset -c "$srv_cpu" bash -c 'while :; do :; done' &
 hog=$!
 rc=0

@@ -97,6 +97,18 @@ class TestInterval(Base):
         self.assertEqual(idx["verdict"]["overall"], "INCONCLUSIVE")
         self.assertIn("crosses 0.5", idx["verdict"]["headline"])
 
+    def test_a_bound_next_to_the_target_is_never_printed_as_the_target(self):
+        # pairs 0.523, 0.55, 0.5605: the interval's lower bound is 0.498, which 2 decimals
+        # would print as 0.50, the target itself, beside "crosses 0.5"
+        b = self.batch()
+        b.scenario("s1", [52300, 55000, 56050], [100000] * 3, eq=(1e5, 1e5))
+        b.scenario("s2", [90000] * 3, [100000] * 3, eq=(1e5, 1e5))
+        idx = b.summarize()
+        s1 = scen(idx, "s1")
+        self.assertEqual(s1["verdict"], "INCONCLUSIVE")
+        self.assertRegex(s1["reasons"][0], r"^the interval \(0\.498-0\.59\) crosses the target 0\.5$")
+        self.assertIn("(95% CI 0.498-0.59) on s1 crosses 0.5", idx["verdict"]["headline"])
+
     def test_the_target_itself_passes_and_just_below_fails(self):
         b = self.batch()
         b.scenario("s1", [50000, 50000], [100000, 100000], eq=(1e5, 1e5))

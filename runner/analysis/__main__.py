@@ -8,6 +8,7 @@ import os
 import signal
 import sys
 
+from .fmt import num, pct
 from .rules import is_num
 
 USAGE = """usage: python3 -m analysis COMMAND ARGS   (with runner/ on PYTHONPATH)
@@ -52,16 +53,11 @@ USAGE = """usage: python3 -m analysis COMMAND ARGS   (with runner/ on PYTHONPATH
                                  not limit it, no errors), else "no"
   servers                        every server definition: NAME, scenarios, file and
                                  description, tab-separated, one line each
-  server NAME FIELD              one field of a definition: scenarios, ready_path,
-                                 stop_signal, build, path or description
   server-plan NAME [SCENARIO]    what runner.sh needs of a definition (on SCENARIO), as
                                  JSON (servers.plan); exit 2 when SCENARIO is not one it lists
-  server-command NAME KEY=VALUE...
-                                 the command of a definition with its placeholders filled,
-                                 each argument followed by a NUL byte (env_args from the
-                                 environment)
-  server-env NAME KEY=VALUE...   its extra environment, KEY=VALUE each followed by NUL
-  server-run NAME KEY=VALUE...   both as JSON: {"command": [argv], "env": {name: value}}
+  server-run NAME KEY=VALUE...   the command of a definition with its placeholders filled
+                                 and its extra environment (env_args from the environment),
+                                 as JSON: {"command": [argv], "env": {name: value}}
   matrix [--pair=A,B]... [--pairs=FILE] [--servers=LIST] [--baseline=NAME]
          [--scenarios=LIST]      what a batch runs (matrix.py), as JSON
   verify URL MIX_FILE --bearer=TOKEN --seed-users=N [--json=FILE]
@@ -78,20 +74,18 @@ def _result_line(run_dir):
     with open(os.path.join(run_dir, "result.json"), encoding="utf-8") as fh:
         r = batch.normalize(json.load(fh, parse_constant=lambda _name: None))
 
-    def f(v, d=0, unit=""):
-        return "n/a" if not is_num(v) else f"{v:,.{d}f}{unit}"
     head = f"{r.get('server')} {r.get('scenario')}"
     if r.get("failure"):
         return f"{head}: FAILED: {r['failure']}"
     parts = []
     if is_num(r.get("saturation_rps")):
-        parts.append(f"saturation={f(r['saturation_rps'])} req/s")
+        parts.append(f"saturation={num(r['saturation_rps'])} req/s")
         if r.get("sustained_rps") is None:
-            parts.append(f"server_cpu={f((r.get('probe') or {}).get('server_cpu_pct'), 1, '%')}")
+            parts.append(f"server_cpu={pct((r.get('probe') or {}).get('server_cpu_pct'))}")
     if r.get("sustained_rps") is not None:
-        parts += [f"sustained={f(r['sustained_rps'])} of {f(r.get('target_rps'))} req/s",
-                  f"p99={f(r.get('latency_p99_ms'), 3)} ms", f"server_cpu={f(r.get('server_cpu_pct'), 1, '%')}",
-                  f"req/cpu_s={f(r.get('req_per_cpu_sec'))}"]
+        parts += [f"sustained={num(r['sustained_rps'])} of {num(r.get('target_rps'))} req/s",
+                  f"p99={num(r.get('latency_p99_ms'), 3)} ms", f"server_cpu={pct(r.get('server_cpu_pct'))}",
+                  f"req/cpu_s={num(r.get('req_per_cpu_sec'))}"]
     flags = r.get("flags") or []
     parts.append("valid=yes" if not flags else f"valid=no ({', '.join(flags)})")
     return f"{head}: " + " ".join(parts)
@@ -102,40 +96,38 @@ def _line(run_dir, phase):
     r = write(run_dir)
     cfg = r.get("config") or {}
 
-    def f(v, d=0):
-        return "n/a" if not is_num(v) else f"{v:,.{d}f}"
     def agents(ags):
-        return ", ".join(f"agent {a.get('agent_index')} {f(a.get('loadgen_cpu_pct'), 1)}% of {a.get('cpu_count')}"
+        return ", ".join(f"agent {a.get('agent_index')} {num(a.get('loadgen_cpu_pct'), 1)}% of {a.get('cpu_count')}"
                          for a in ags)
     def busiest(ts):
         from .rules import busiest as top
         t = top(ts)
-        return "" if t is None or len(ts) < 2 else f", busiest thread {t.get('name')} {f(t['cpu_pct'], 1)}%"
+        return "" if t is None or len(ts) < 2 else f", busiest thread {t.get('name')} {num(t['cpu_pct'], 1)}%"
     if phase == "plateau":
         p = r.get("probe") or {}
         pl = p.get("plateau") or {}
-        return (f"{f(pl.get('rps'))} req/s with {pl.get('connections')} connections "
-                f"({f(100 * pl['gain'], 1) if is_num(pl.get('gain')) else 'n/a'}% against the probe), server CPU "
-                f"{f(pl.get('server_cpu_pct'), 1)}% ({f(100 * pl['cpu_gain'], 1) if is_num(pl.get('cpu_gain')) else 'n/a'}%)"
+        return (f"{num(pl.get('rps'))} req/s with {pl.get('connections')} connections "
+                f"({num(100 * pl['gain'], 1) if is_num(pl.get('gain')) else 'n/a'}% against the probe), server CPU "
+                f"{num(pl.get('server_cpu_pct'), 1)}% ({num(100 * pl['cpu_gain'], 1) if is_num(pl.get('cpu_gain')) else 'n/a'}%)"
                 f"{busiest(pl.get('server_threads') or [])}: "
                 + (f"saturated by {p['saturated_by']}" if p.get("saturated_by") else "not saturated")
                 + f" ({p.get('saturation_reason') or 'unknown'})")
     if phase == "probe":
         p = r.get("probe") or {}
         flags = [fl["reason"] for fl in r.get("problems") or [] if fl["phase"] == "probe"]
-        lg = (f"loadgen CPU {f(p.get('loadgen_cpu_pct'), 1)}% of {cfg.get('loadgen_cpu_count')} CPU(s)"
+        lg = (f"loadgen CPU {num(p.get('loadgen_cpu_pct'), 1)}% of {cfg.get('loadgen_cpu_count')} CPU(s)"
               if not p.get("loadgen_agents") else f"loadgen CPU {agents(p['loadgen_agents'])} CPU(s)")
         sat = f"; saturated by {p['saturated_by']}" if p.get("saturated_by") else ""
-        return (f"{f(p.get('rps'))} req/s, server CPU {f(p.get('server_cpu_pct'), 1)}% of "
+        return (f"{num(p.get('rps'))} req/s, server CPU {num(p.get('server_cpu_pct'), 1)}% of "
                 f"{cfg.get('server_cpu_count')} CPU(s){busiest(p.get('server_threads') or [])}, {lg}{sat}"
                 + ("; FLAGGED: " + "; ".join(flags) if flags else ""))
     flags = [fl["reason"] for fl in r.get("problems") or [] if fl["phase"] == "sustain"]
-    lg = (f"loadgen CPU {f(r.get('loadgen_cpu_pct'), 1)}%" if not r.get("loadgen_agents")
+    lg = (f"loadgen CPU {num(r.get('loadgen_cpu_pct'), 1)}%" if not r.get("loadgen_agents")
           else f"loadgen CPU {agents(r['loadgen_agents'])} CPU(s)")
-    return (f"{f(r.get('sustained_rps'))} req/s of {f(r.get('target_rps'))}, p99 {f(r.get('latency_p99_ms'), 3)} ms, "
-            f"server CPU {f(r.get('server_cpu_pct'), 1)}% ({f(r.get('req_per_cpu_sec'))} req/CPU-s), handler p99 "
-            f"{f(r.get('handler_p99_us'))} us, {lg}, send lag p99 "
-            f"{f(r.get('send_lag_p99_ms'), 3)} ms" + ("; FLAGGED: " + "; ".join(flags) if flags else ""))
+    return (f"{num(r.get('sustained_rps'))} req/s of {num(r.get('target_rps'))}, p99 {num(r.get('latency_p99_ms'), 3)} ms, "
+            f"server CPU {num(r.get('server_cpu_pct'), 1)}% ({num(r.get('req_per_cpu_sec'))} req/CPU-s), handler p99 "
+            f"{num(r.get('handler_p99_us'))} us, {lg}, send lag p99 "
+            f"{num(r.get('send_lag_p99_ms'), 3)} ms" + ("; FLAGGED: " + "; ".join(flags) if flags else ""))
 
 
 def _equal_rate(batch_dir, scenario, sat_ratio):
@@ -194,17 +186,9 @@ def _servers_cmd(cmd, args):
             for name in sorted(defs):
                 d = defs[name]
                 print(name, ",".join(d.scenarios), d.path, d.description, sep="\t")
-        elif cmd == "server" and len(args) == 2:
-            d = servers.get(defs, args[0])
-            value = {"scenarios": ",".join(d.scenarios), "ready_path": d.ready_path,
-                     "stop_signal": d.stop_signal, "build": " ".join(d.build), "path": d.path,
-                     "description": d.description}.get(args[1])
-            if value is None:
-                raise servers.DefinitionError(f"no field '{args[1]}'")
-            print(value)
         elif cmd == "server-plan" and len(args) in (1, 2):
             print(json.dumps(servers.plan(defs, args[0], args[1] if len(args) == 2 else None)))
-        elif cmd in ("server-command", "server-env", "server-run") and args:
+        elif cmd == "server-run" and args:
             values = {}
             for kv in args[1:]:
                 key, eq, val = kv.partition("=")
@@ -212,11 +196,7 @@ def _servers_cmd(cmd, args):
                     raise servers.DefinitionError(f"expected KEY=VALUE, got '{kv}'")
                 values[key] = val
             argv, env = servers.expand(servers.get(defs, args[0]), values)
-            if cmd == "server-run":
-                print(json.dumps({"command": argv, "env": env}))
-                return 0
-            items = argv if cmd == "server-command" else [f"{k}={v}" for k, v in env.items()]
-            sys.stdout.write("".join(x + "\0" for x in items))
+            print(json.dumps({"command": argv, "env": env}))
         elif cmd == "matrix":
             opts = {"pairs": []}
             for a in args:
@@ -326,14 +306,15 @@ def main(argv):
         elif cmd == "scaling-plan" and len(args) == 2:
             from . import cpuplan, scaling
             try:
-                _, smt, _, _ = cpuplan.from_env(dict(os.environ, SERVER_CPUS="", LOADGEN_CPUS=""), args[1])
+                # the CPUs the runs will be planned on: CPU_MASK when set (runner.sh plans each
+                # count there too), else CPUS
+                topo, smt, _, _ = cpuplan.from_env(dict(os.environ, SERVER_CPUS="", LOADGEN_CPUS=""), args[1])
             except cpuplan.PlanError as err:
                 print(f"analysis scaling-plan: {err}", file=sys.stderr)
                 return 2
-            root = os.environ.get("CPU_TOPOLOGY_ROOT") or cpuplan.DEFAULT_ROOT
-            for p in scaling.plan(scaling.parse_counts(args[0]), scaling.parse_cpus(args[1]), root, smt):
+            for p in scaling.plan(scaling.parse_counts(args[0]), topo.mask, topo.root, smt):
                 print(" ".join(str(x) for x in p))
-        elif cmd in ("servers", "server", "server-plan", "server-command", "server-env", "server-run", "matrix"):
+        elif cmd in ("servers", "server-plan", "server-run", "matrix"):
             return _servers_cmd(cmd, args)
 
         elif cmd == "cpu-plan":

@@ -504,19 +504,19 @@ def from_env(env=None, mask=None):
     root = env.get("CPU_TOPOLOGY_ROOT") or DEFAULT_ROOT
     if not os.path.isdir(root):
         raise PlanError(f"CPU_TOPOLOGY_ROOT '{root}' is not a directory")
-    def named(name, value):
+    def named_list(var, text):
+        """parse_list, its error naming the variable the list came from."""
         try:
-            return parse_list(value)
+            return parse_list(text)
         except PlanError as err:
-            raise PlanError(f"{name}: {err}") from None
-    text = env.get("CPU_MASK") or mask
-    cpus = named("CPU_MASK" if env.get("CPU_MASK") else "the affinity mask", text) if text \
-        else sorted(os.sched_getaffinity(0))
+            raise PlanError(f"{var}: {err}") from None
+    cpus = (named_list("CPU_MASK" if env.get("CPU_MASK") else "the mask", env.get("CPU_MASK") or mask)
+            if env.get("CPU_MASK") or mask else sorted(os.sched_getaffinity(0)))
     smt = env.get("SMT") or DEFAULT_SMT
     if smt not in SMT_POLICIES:
         raise PlanError(f"SMT must be one of {', '.join(SMT_POLICIES)}, got '{smt}'")
-    srv = named("SERVER_CPUS", env["SERVER_CPUS"]) if env.get("SERVER_CPUS") else None
-    lg = named("LOADGEN_CPUS", env["LOADGEN_CPUS"]) if env.get("LOADGEN_CPUS") else None
+    srv = named_list("SERVER_CPUS", env["SERVER_CPUS"]) if env.get("SERVER_CPUS") else None
+    lg = named_list("LOADGEN_CPUS", env["LOADGEN_CPUS"]) if env.get("LOADGEN_CPUS") else None
     return Topology(root, cpus), smt, srv, lg
 
 

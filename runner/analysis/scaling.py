@@ -33,37 +33,6 @@ def parse_counts(text):
     return sorted(set(counts))
 
 
-def parse_cpus(text):
-    """A CPU list as taskset prints it ('0-3,6') -> [0, 1, 2, 3, 6]. ValueError on bad input."""
-    cpus = []
-    for part in (text or "").split(","):
-        part = part.strip()
-        lo, dash, hi = part.partition("-")
-        if not lo.isdigit() or (dash and not hi.isdigit()):
-            raise ValueError("bad CPU list '%s'" % text)
-        lo, hi = int(lo), int(hi) if hi else int(lo)
-        if hi < lo:
-            raise ValueError("bad CPU range '%s'" % part)
-        cpus.extend(range(lo, hi + 1))
-    return sorted(set(cpus))
-
-
-def cpu_list(cpus):
-    """[0, 1, 2, 5] -> '0-2,5'."""
-    out, start, prev = [], None, None
-    for c in sorted(cpus):
-        if start is None:
-            start = prev = c
-        elif c == prev + 1:
-            prev = c
-        else:
-            out.append(str(start) if start == prev else "%d-%d" % (start, prev))
-            start = prev = c
-    if start is not None:
-        out.append(str(start) if start == prev else "%d-%d" % (start, prev))
-    return ",".join(out)
-
-
 def plan(counts, cpus, root=None, smt=None):
     """For each requested server CPU count: ('run', n, server_cpus, loadgen_cpus) as the CPU
     planner places them on the mask CPUS with the topology under ROOT (cpuplan: never a core

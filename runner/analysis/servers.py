@@ -162,18 +162,24 @@ def search_dirs(root=ROOT, server_defs=None):
     return dirs
 
 
+def _read_toml(path):
+    """The document of the TOML file PATH; DefinitionError naming PATH when it cannot be read
+    or is not TOML."""
+    try:
+        with open(path, "rb") as fh:
+            return tomllib.load(fh)
+    except tomllib.TOMLDecodeError as err:
+        _fail(path, f"not valid TOML: {err}")
+    except OSError as err:
+        _fail(path, f"cannot be read: {err.strerror}")
+
+
 def load_file(path):
     """The Server defined by PATH (its name is the file's stem)."""
     name = os.path.basename(path)[:-len(".toml")]
     if not NAME_RE.match(name):
         _fail(path, f"the name '{name}' (the file's stem) may hold only [A-Za-z0-9._-]")
-    try:
-        with open(path, "rb") as fh:
-            doc = tomllib.load(fh)
-    except tomllib.TOMLDecodeError as err:
-        _fail(path, f"not valid TOML: {err}")
-    except OSError as err:
-        _fail(path, f"cannot be read: {err.strerror}")
+    doc = _read_toml(path)
     check(path, doc)
     return Server(name, path, doc)
 
@@ -270,13 +276,7 @@ def pair_scenarios(defs, candidate, baseline, wanted=None):
 
 def load_pairs(path, defs):
     """The Pairs of a pairs file (runner/default-pairs.toml's shape). Raises DefinitionError."""
-    try:
-        with open(path, "rb") as fh:
-            doc = tomllib.load(fh)
-    except tomllib.TOMLDecodeError as err:
-        _fail(path, f"not valid TOML: {err}")
-    except OSError as err:
-        _fail(path, f"cannot be read: {err.strerror}")
+    doc = _read_toml(path)
     if set(doc) - {"pair", "decides"}:
         _fail(path, "only 'decides' and [[pair]] tables are allowed")
     decides = doc.get("decides")

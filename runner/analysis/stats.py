@@ -125,10 +125,14 @@ def ratio_interval(ratios, level=CI_LEVEL):
     return out
 
 
-def _fmt(v, target):
-    """V with 2 decimals, or 3 when 2 would print the target's own figure (0.5 vs 0.498)."""
-    s = f"{v:.2f}"
-    return f"{v:.3f}" if s == f"{target:.2f}" and v != target else s
+def bound_text(v, target, decimals=2):
+    """V with DECIMALS decimals, or one more when DECIMALS would print the target's own figure
+    while V is not the target (0.498 against 0.5 prints 0.498, never 0.50, which reads as on
+    the target). TARGET None: DECIMALS always."""
+    s = f"{v:.{decimals}f}"
+    if target is not None and v != target and s == f"{target:.{decimals}f}":
+        return f"{v:.{decimals + 1}f}"
+    return s
 
 
 def against_target(interval, target):
@@ -144,7 +148,7 @@ def against_target(interval, target):
         n = interval.get("n") or 0
         return "INCONCLUSIVE", (f"{n} valid pair{'s' if n != 1 else ''}: no {pct} interval "
                                 "(2 or more needed): run more pairs (--repeats)")
-    rng = f"{_fmt(low, target)}-{_fmt(high, target)}"
+    rng = f"{bound_text(low, target)}-{bound_text(high, target)}"
     if low >= target:
         return "PASS", f"the {pct} interval ({rng}) is at or above the target {target:g}"
     if high < target:

@@ -204,14 +204,14 @@ def build_index(batch_dir, target=None, generated=None):
 
 # ---- summary.md ---------------------------------------------------------------------------
 
-def lag(r):
+def send_lag_cell(r):
     """A brief's send lag p99, with the load generator's own part when it was measured."""
     text = with_unit((r or {}).get("send_lag_p99_ms"), 3, "ms")
     own = (r or {}).get("send_lag_own_p99_ms")
     return f"{text} (own {num(own, 3)} ms)" if is_num(own) and text != "n/a" else text
 
 
-def lat(r, key):
+def latency_cell(r, key):
     """A latency of brief R, marked when the load generator limited it or its window was not
     stationary."""
     if r is None:
@@ -386,7 +386,7 @@ def render_markdown(index):
     w("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
     for sc, name, r, _e in _server_rows(index):
         w(f"| {sc} | {name} | {num((r or {}).get('target_rps'))} | {num((r or {}).get('sustained_rps'))} | "
-          f"{lat(r, 'latency_p99_ms')} | {with_unit((r or {}).get('server_cpu_pct'), 1, '%')} | "
+          f"{latency_cell(r, 'latency_p99_ms')} | {with_unit((r or {}).get('server_cpu_pct'), 1, '%')} | "
           f"{num((r or {}).get('req_per_cpu_sec'))} | {with_unit((r or {}).get('loadgen_cpu_pct'), 1, '%')} | {validity(r)} |")
     w("")
     w(f"Each server is offered SAT_RATIO x its own first probe, so the rows are at different loads; compare latency "
@@ -408,9 +408,9 @@ def render_markdown(index):
         for sc, name, _r, e in _server_rows(index):
             if e is None:
                 continue
-            w(f"| {sc} | {name} | {num(e.get('target_rps'))} | {lat(e, 'latency_p99_ms')} | {intervals(e)} | "
-              f"{lat(e, 'latency_p99_9_ms')} | {with_unit(e.get('server_cpu_pct'), 1, '%')} | "
-              f"{num(e.get('req_per_cpu_sec'))} | {with_unit(e.get('handler_p99_us'), 0, 'us')} | {lag(e)} | "
+            w(f"| {sc} | {name} | {num(e.get('target_rps'))} | {latency_cell(e, 'latency_p99_ms')} | {intervals(e)} | "
+              f"{latency_cell(e, 'latency_p99_9_ms')} | {with_unit(e.get('server_cpu_pct'), 1, '%')} | "
+              f"{num(e.get('req_per_cpu_sec'))} | {with_unit(e.get('handler_p99_us'), 0, 'us')} | {send_lag_cell(e)} | "
               f"{validity(e)} |")
         w("")
         w(f"| scenario | candidate / baseline | p99 ratio | req/CPU-s ratio (valid pairs) | {lvl} CI | valid pairs |")

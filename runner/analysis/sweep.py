@@ -267,27 +267,26 @@ def section(b, comparisons=()):
 
 # ---- summary.md -------------------------------------------------------------------------
 
-def _knee_text(k, n=num):
+def _knee_text(k):
     if not k or not is_num(k.get("rate_rps")):
         return "none"
-    text = ("at least " if k["lower_bound"] else "") + f"{n(k['rate_rps'])} req/s"
+    text = ("at least " if k["lower_bound"] else "") + f"{num(k['rate_rps'])} req/s"
     if is_num(k.get("fraction_of_saturation")):
-        text += f" ({n(100 * k['fraction_of_saturation'])}% of its saturation)"
+        text += f" ({num(100 * k['fraction_of_saturation'])}% of its saturation)"
     return text
 
 
-def _ratio_text(s, n=num):
+def _ratio_text(s):
     if not is_num(s.get("knee_ratio")):
         return "n/a"
     lo, hi = s.get("knee_ratio_min"), s.get("knee_ratio_max")
-    rng = f" (range {n(lo, 3) if is_num(lo) else '0'}-{n(hi, 3) if is_num(hi) else 'unbounded'})"
-    return ("" if s["knee_ratio_kind"] == "exact" else s["knee_ratio_kind"] + " ") + n(s["knee_ratio"], 3) + rng
+    rng = f" (range {num(lo, 3) if is_num(lo) else '0'}-{num(hi, 3) if is_num(hi) else 'unbounded'})"
+    return ("" if s["knee_ratio_kind"] == "exact" else s["knee_ratio_kind"] + " ") + num(s["knee_ratio"], 3) + rng
 
 
 def markdown_lines(index):
     """The lines of summary.md's "Latency under load" section, starting with a blank line
     (none when the batch has no sweep)."""
-    n, u = num, with_unit
     sw = index.get("sweep")
     if not sw:
         return []
@@ -316,8 +315,8 @@ def markdown_lines(index):
         ka = (s["servers"].get("candidate") or {}).get("knee")
         kb = (s["servers"].get("baseline") or {}).get("knee")
         why = "; ".join(f"{s[who]}: {k['reason']}" for who, k in (("candidate", ka), ("baseline", kb)) if k)
-        w(f"| {s['scenario']} | {s['candidate']} / {s['baseline']} | {u(s.get('base_rps'), 0, 'req/s')} | "
-          f"{_knee_text(ka, n)} | {_knee_text(kb, n)} | {_ratio_text(s, n)} | {n(s.get('comparison_ratio'), 3)} | "
+        w(f"| {s['scenario']} | {s['candidate']} / {s['baseline']} | {with_unit(s.get('base_rps'), 0, 'req/s')} | "
+          f"{_knee_text(ka)} | {_knee_text(kb)} | {_ratio_text(s)} | {num(s.get('comparison_ratio'), 3)} | "
           f"{why or s.get('knee_ratio_reason')} |")
     for s in sw["scenarios"]:
         w("")
@@ -331,17 +330,17 @@ def markdown_lines(index):
             for st in (srv or {}).get("steps") or []:
                 mark = LOADGEN_MARK if st.get("latency_by_loadgen") else ""
 
-                def lat(key, st=st, mark=mark):
-                    text = u(st.get(key), 3, "ms")
+                def latency_cell(key, st=st, mark=mark):
+                    text = with_unit(st.get(key), 3, "ms")
                     return text + mark if text != "n/a" else text
                 rule = st.get("knee_rule") or {}
                 knee_mark = " **knee**" if (srv["knee"] or {}).get("step") == st["step"] and st["step"] is not None else ""
-                w(f"| {srv['server']} | {st.get('step')} | {n(st.get('offered_rps'))} | {n(st.get('achieved_rps'))} | "
-                  f"{lat('latency_p50_ms')} | {lat('latency_p90_ms')} | {lat('latency_p99_ms')} | "
-                  f"{lat('latency_p99_9_ms')} | {lat('latency_max_ms')} | {u(st.get('server_cpu_pct'), 1, '%')} | "
-                  f"{n(st.get('req_per_cpu_sec'))} | {u(st.get('handler_p99_us'), 0, 'us')} | "
-                  f"{u(st.get('loadgen_cpu_pct'), 1, '%')} | {u(st.get('send_lag_p99_ms'), 3, 'ms')} | "
-                  f"{n(st.get('requests_waited_for_connection'))} | {n(st.get('errors_total'))} | "
+                w(f"| {srv['server']} | {st.get('step')} | {num(st.get('offered_rps'))} | {num(st.get('achieved_rps'))} | "
+                  f"{latency_cell('latency_p50_ms')} | {latency_cell('latency_p90_ms')} | {latency_cell('latency_p99_ms')} | "
+                  f"{latency_cell('latency_p99_9_ms')} | {latency_cell('latency_max_ms')} | {with_unit(st.get('server_cpu_pct'), 1, '%')} | "
+                  f"{num(st.get('req_per_cpu_sec'))} | {with_unit(st.get('handler_p99_us'), 0, 'us')} | "
+                  f"{with_unit(st.get('loadgen_cpu_pct'), 1, '%')} | {with_unit(st.get('send_lag_p99_ms'), 3, 'ms')} | "
+                  f"{num(st.get('requests_waited_for_connection'))} | {num(st.get('errors_total'))} | "
                   f"{rule.get('class', 'n/a')}{knee_mark} | "
                   f"{'failed: ' + st['failure'] if st.get('failure') else ', '.join(st.get('flags') or []) or 'ok'} |")
     w("")

@@ -212,13 +212,12 @@ def decide(scenario, candidate, baseline, cand_probes, base_probes, cand_equal, 
     if basis == "saturation_rps":
         out["saturated_by"] = saturated_by(cand_probes, base_probes, fig["pair_rounds"])
     lo, hi = fig["ci_low_exact"], fig["ci_high_exact"]
-    if lo >= target:
-        out["verdict"] = "PASS"
-    elif hi < target:
-        out["verdict"] = "FAIL"
-    else:
-        out["verdict"] = "INCONCLUSIVE"
-        out["reasons"] = [f"the interval ({fmt.num(lo, 2)}-{fmt.num(hi, 2)}) crosses the target {target:g}"]
+    # the rule of section 9, in one place (stats.against_target)
+    out["verdict"], _ = stats.against_target({"low": lo, "high": hi, "level": level, "n": fig["pairs_used"]},
+                                             target)
+    if out["verdict"] == "INCONCLUSIVE":
+        out["reasons"] = [f"the interval ({stats.bound_text(lo, target)}-{stats.bound_text(hi, target)}) "
+                          f"crosses the target {target:g}"]
         out["remedies"] = ["run more pairs (--repeats, MIN_VALID_PAIRS): the interval narrows with the square "
                            "root of their number"]
     return out
@@ -226,14 +225,15 @@ def decide(scenario, candidate, baseline, cand_probes, base_probes, cand_equal, 
 
 # ---- the batch ------------------------------------------------------------------------------
 
-def ratio_words(c, decimals=2):
-    """'0.98 (95% CI 0.93-1.03)' for a decided comparison C, or the ratio alone."""
+def ratio_words(c, decimals=2, target=None):
+    """'0.98 (95% CI 0.93-1.03)' for a decided comparison C, or the ratio alone; with TARGET a
+    bound that would print as the target gets one more decimal (stats.bound_text)."""
     if not is_num(c.get("ratio")):
         return "n/a"
     text = fmt.num(c["ratio"], decimals)
     if is_num(c.get("ci_low")) and is_num(c.get("ci_high")):
         text += (f" ({fmt.num(100 * (c.get('ci_level') or stats.CI_LEVEL), 0)}% CI "
-                 f"{fmt.num(c['ci_low'], decimals)}-{fmt.num(c['ci_high'], decimals)})")
+                 f"{stats.bound_text(c['ci_low'], target, decimals)}-{stats.bound_text(c['ci_high'], target, decimals)})")
     return text
 
 
@@ -256,7 +256,7 @@ def _headline_variants(word, comps, target):
                 v = c["verdict"]
                 if v in ("PASS", "FAIL") or (v == "INCONCLUSIVE" and is_num(c.get("ci_low"))):
                     basis = "" if c.get("basis") != "req_per_cpu_sec" else " (req/CPU-s at equal load)"
-                    txt = f"{ratio_words(c) if detail else fmt.num(c.get('ratio'), 2)} on {c['scenario']}{basis}"
+                    txt = f"{ratio_words(c, target=target) if detail else fmt.num(c.get('ratio'), 2)} on {c['scenario']}{basis}"
                     if v == "INCONCLUSIVE":
                         txt += f" crosses {target:g}"
                 elif v == "INCONCLUSIVE":
