@@ -49,44 +49,50 @@ cpustat_sample() {
         END { printf "%d %d %d\n", busy, total, steal }' /proc/stat
 }
 
-# proc_tree_pids PID: sets the array PROC_TREE_PIDS to the pids of PID's tree, PID first:
-# every process descended from it (breadth first, by the parent pid of every /proc/N/stat),
-# then every other process of the session PID leads (runner.sh starts the server with
-# setsid: a child whose parent exited is reparented away but keeps the session). The same
-# set runner/server.sh's server_tree_pids signals at the stop. Builtins only, no subshell.
-# Returns 1 (the array empty) when PID is gone.
+# proc_tree_pids PID [live]: sets the array PROC_TREE_PIDS to the pids of PID's tree, PID
+# first: every process descended from it (breadth first, by the parent pid of every
+# /proc/N/stat), then every other process of the session PID leads (runner.sh starts the
+# server with setsid: a child whose parent exited is reparented away but keeps the
+# session). With "live": zombies are left out, and a PID that is gone still gives what is
+# left of its session (the stop uses this: runner/server.sh server_tree_pids); without it,
+# zombies count (their CPU until they are reaped) and a PID that is gone returns 1 with the
+# array empty (the samplers use this). Builtins only, no subshell, no fork.
 PROC_TREE_PIDS=()
 proc_tree_pids() {
-    local root=$1 f line rest ppid sid pid p i=0
-    local -a queue fields
+    local root=$1 live=${2:-} f line rest ppid sid pid p i=0
+    local -a queue fields session=()
     local -A kids_of=() in_tree=()
     PROC_TREE_PIDS=()
-    [[ -r "/proc/$root/stat" ]] || return 1
-    local -a session=()
+    if [[ ! -r "/proc/$root/stat" ]]; then
+        [[ "$live" == live ]] || return 1
+    fi
     for f in /proc/[0-9]*/stat; do
         { read -r line <"$f"; } 2>/dev/null || continue
         rest=${line##*) }           # "S ppid pgrp session ..."
         read -r -a fields <<<"$rest"
+        [[ "$live" != live || "${fields[0]}" != Z ]] || continue
         ppid=${fields[1]} sid=${fields[3]}
         pid=${f#/proc/}
         pid=${pid%/stat}
         kids_of[$ppid]+=" $pid"
         [[ "$sid" != "$root" || "$pid" == "$root" ]] || session+=("$pid")
+        [[ "$pid" != "$root" ]] || in_tree[$root]=1
     done
-    queue=("$root")
-    in_tree[$root]=1
-    while (( i < ${#queue[@]} )); do
-        p=${queue[i]}
-        i=$((i + 1))
-        for pid in ${kids_of[$p]:-}; do
-            [[ -n "${in_tree[$pid]:-}" ]] || { in_tree[$pid]=1; queue+=("$pid"); }
-        done
-        if (( i == ${#queue[@]} )) && (( ${#session[@]} > 0 )); then
-            for pid in "${session[@]}"; do
+    # the root first when it is there (a zombie root under "live" is not)
+    if [[ -n "${in_tree[$root]:-}" ]]; then queue=("$root"); fi
+    while :; do
+        while (( i < ${#queue[@]} )); do
+            p=${queue[i]}
+            i=$((i + 1))
+            for pid in ${kids_of[$p]:-}; do
                 [[ -n "${in_tree[$pid]:-}" ]] || { in_tree[$pid]=1; queue+=("$pid"); }
             done
-            session=()
-        fi
+        done
+        (( ${#session[@]} > 0 )) || break
+        for pid in "${session[@]}"; do
+            [[ -n "${in_tree[$pid]:-}" ]] || { in_tree[$pid]=1; queue+=("$pid"); }
+        done
+        session=()
     done
     PROC_TREE_PIDS=("${queue[@]}")
 }

@@ -7,21 +7,12 @@
 # The contract checks themselves are runner/analysis/verify.py (CONTRACT.md).
 
 # server_tree_pids LEADER: the live processes of LEADER's tree, one pid a line: every
-# process of the session LEADER leads (its children keep it after the leader exits) and
-# every descendant of LEADER by parent pid (one that left the session with setsid).
-# Zombies are left out. One ps call.
+# process descended from LEADER and every process of the session LEADER leads (its
+# children keep it after the leader exits, or after their parent did). Zombies are left
+# out. The same set the samplers measure (runner/proc.sh proc_tree_pids).
 server_tree_pids() {
-    ps -e -o pid=,ppid=,sid=,stat= 2>/dev/null | awk -v L="$1" '
-        $4 ~ /^Z/ { next }
-        { n++; pid[n] = $1; par[$1] = $2; if ($3 == L || $1 == L) keep[$1] = 1 }
-        END {
-            do {
-                changed = 0
-                for (i = 1; i <= n; i++)
-                    if (!(pid[i] in keep) && (par[pid[i]] in keep)) { keep[pid[i]] = 1; changed = 1 }
-            } while (changed)
-            for (p in keep) print p
-        }'
+    proc_tree_pids "$1" live
+    (( ${#PROC_TREE_PIDS[@]} == 0 )) || printf '%s\n' "${PROC_TREE_PIDS[@]}"
 }
 
 # server_signal SIG LEADER: sends SIG (a name: TERM, KILL, ...) to LEADER first, then to
