@@ -79,6 +79,13 @@ class TestRole(unittest.TestCase):
         self.assertEqual(threads.role({"name": "lg-3"}, {}, None), "load generator thread 3")
         self.assertEqual(threads.role({"name": "async-server", "tid": 7}, {}, "async-mem", 7), "the main thread")
         self.assertIsNone(threads.role({"name": "async-server", "tid": 8}, {}, "async-mem", 7))
+        # a server from elsewhere that names its threads io-N or actor-N is not described
+        # with our topology, whatever its name says
+        foreign = {"binary": "serve", "server_definition": {"name": "actor-like", "ours": False}}
+        self.assertIsNone(threads.role({"name": "io-0"}, foreign, "actor-like"))
+        self.assertIsNone(threads.role({"name": "actor-0"}, foreign, "actor-like"))
+        ours = {"binary": "actor-server", "actor_workers": 0, "server_definition": {"ours": True}}
+        self.assertIn("store actor", threads.role({"name": "io-0"}, ours, "mine"))
 
 
 class TestSaturationRules(unittest.TestCase):

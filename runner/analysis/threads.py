@@ -70,9 +70,16 @@ def role(thread, cfg, server, root_pid=None):
     name = (thread or {}).get("name") or ""
     cfg = cfg or {}
     workers = cfg.get("actor_workers") or 0
-    actor = "actor" in (server or "") or "actor" in (cfg.get("binary") or "")
+    definition = cfg.get("server_definition") or {}
+    # our topology only for our binaries: a server from elsewhere may name its threads io-N too
+    ours = definition.get("ours", True) is not False
+    binary = cfg.get("binary") or (server if server in ("actor-server", "async-server") else "")
+    if not binary and definition.get("ours") is None:
+        binary = "actor-server" if (server or "").startswith("actor-") else \
+            "async-server" if (server or "").startswith("async-") else ""
+    actor = ours and binary == "actor-server"
     m = _IO.match(name)
-    if m:
+    if m and ours and binary in ("actor-server", "async-server"):
         i = int(m.group(1))
         if actor and workers == 0:
             return (f"I/O loop {i}, which also runs the store actor and its own loop's actors" if i == 0 else
@@ -81,7 +88,7 @@ def role(thread, cfg, server, root_pid=None):
             return f"I/O loop {i}: parsing and writing; its requests' actors run on the workers"
         return f"event loop {i}: parsing, handling and writing; the store behind the one mutex"
     m = _ACTOR.match(name)
-    if m:
+    if m and actor:
         i = int(m.group(1))
         return f"actor worker {i}" + (", which runs the store actor" if i == 0 else "")
     m = _LG.match(name)
