@@ -163,10 +163,10 @@ def _rounds_status(batch_dir, scenario):
         cand, base = c["candidate"], c["baseline"]
         for key, kind, cr, br, problems, value in (
                 ("comparisons", "probe", b.probes(cand, scenario), b.probes(base, scenario), rules.probe_problems,
-                 verdict._probe_rps),
+                 verdict.probe_rps),
                 ("equal", "equal", b.equal(cand, scenario), b.equal(base, scenario), rules.sustain_problems,
                  lambda r: (r or {}).get("req_per_cpu_sec"))):
-            used, excluded = verdict._pairs(cr, br, problems, value, True)
+            used, excluded = verdict.pairs_of(cr, br, problems, value, True)
             rounds = [{"round": rnd, "valid": True, "disturbed": False, "why": ""} for rnd, _, _, _ in used]
             rounds += [{"round": e["round"], "valid": False,
                         "disturbed": any(rnds.disturbed_run(r, kind) for r in (cr.get(e["round"]), br.get(e["round"]))),

@@ -60,7 +60,7 @@ def comparison(b, group, comp, target, level):
     ce, be = b.equal(cand, sc), b.equal(base, sc)
     d = verdict.decide(sc, cand, base, cp, bp, ce, be, target, level)
     rounds = sorted(set(cp) | set(bp))
-    all_pairs = [_ratio(verdict._probe_rps(cp.get(r)), verdict._probe_rps(bp.get(r))) for r in rounds]
+    all_pairs = [_ratio(verdict.probe_rps(cp.get(r)), verdict.probe_rps(bp.get(r))) for r in rounds]
     eq_rounds = sorted(set(ce) | set(be))
     first = eq_rounds[0] if eq_rounds else None
     ea, eb = ce.get(first), be.get(first)
@@ -68,11 +68,11 @@ def comparison(b, group, comp, target, level):
     sa, sb = b.saturation_run(cand, sc), b.saturation_run(base, sc)
     d.update({
         "decides": bool(comp.get("decides")), "target_ratio": target,
-        "all_pairs_median_ratio": verdict._r3(verdict.median([r for r in all_pairs if r is not None])),
+        "all_pairs_median_ratio": verdict.round3(verdict.median([r for r in all_pairs if r is not None])),
         "saturation_median_rps": {"candidate": b.median_saturation(cand, sc),
                                   "baseline": b.median_saturation(base, sc)},
-        "noise": {"candidate": verdict._r3(stats.noise(_valid_probe_rps(cp.values()))),
-                  "baseline": verdict._r3(stats.noise(_valid_probe_rps(bp.values())))},
+        "noise": {"candidate": verdict.round3(stats.noise(_valid_probe_rps(cp.values()))),
+                  "baseline": verdict.round3(stats.noise(_valid_probe_rps(bp.values())))},
         "candidate_run": (sa or {}).get("run"), "baseline_run": (sb or {}).get("run"),
         "candidate_result": brief(sa), "baseline_result": brief(sb),
         "rounds": rounds,

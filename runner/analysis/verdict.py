@@ -16,7 +16,7 @@ MIN_PAIRS = 2
 HEADLINE_MAX = 200
 
 
-def _r3(v):
+def round3(v):
     return None if not is_num(v) else round(v, 3)
 
 
@@ -25,7 +25,7 @@ def median(values):
     return statistics.median(vals) if vals else None
 
 
-def _pairs(cand_runs, base_runs, problems_of, value_of, zero_ok):
+def pairs_of(cand_runs, base_runs, problems_of, value_of, zero_ok):
     """The pairs of two {round: run} maps: (used [(round, ratio, a, b)], excluded [{round,
     reasons}]). A pair is used when neither run has a problem and both figures are numbers
     (the baseline's > 0; the candidate's >= 0 when ZERO_OK)."""
@@ -53,27 +53,27 @@ def _figure(used, excluded, level):
     ratios = [r for _, r, _, _ in used]
     ci = stats.ratio_interval(ratios, level)
     return {"pairs_total": len(used) + len(excluded), "pairs_used": len(used),
-            "pair_rounds": [rnd for rnd, _, _, _ in used], "pair_ratios": [_r3(r) for r in ratios],
+            "pair_rounds": [rnd for rnd, _, _, _ in used], "pair_ratios": [round3(r) for r in ratios],
             "ratio_exact": ci["center"], "ci_low_exact": ci["low"], "ci_high_exact": ci["high"],
-            "ratio": _r3(ci["center"]), "ci_low": _r3(ci["low"]), "ci_high": _r3(ci["high"]),
-            "ratio_min": _r3(min(ratios)) if ratios else None, "ratio_max": _r3(max(ratios)) if ratios else None,
+            "ratio": round3(ci["center"]), "ci_low": round3(ci["low"]), "ci_high": round3(ci["high"]),
+            "ratio_min": round3(min(ratios)) if ratios else None, "ratio_max": round3(max(ratios)) if ratios else None,
             "candidate_value": median([a for _, _, a, _ in used]), "baseline_value": median([b for _, _, _, b in used]),
             "excluded": excluded, "usable": len(used) >= MIN_PAIRS}
 
 
-def _probe_rps(run):
+def probe_rps(run):
     return (run or {}).get("saturation_rps") if run and not run.get("failure") else None
 
 
 def saturation_figure(cand_probes, base_probes, level=stats.CI_LEVEL):
     """The saturation comparison from the two servers' probes by round ({round: run})."""
-    used, excluded = _pairs(cand_probes, base_probes, rules.probe_problems, _probe_rps, True)
+    used, excluded = pairs_of(cand_probes, base_probes, rules.probe_problems, probe_rps, True)
     return _figure(used, excluded, level)
 
 
 def equal_figure(cand_equal, base_equal, level=stats.CI_LEVEL):
     """The req/CPU-s comparison from the equal-load runs by round ({round: run})."""
-    used, excluded = _pairs(cand_equal, base_equal, rules.sustain_problems,
+    used, excluded = pairs_of(cand_equal, base_equal, rules.sustain_problems,
                             lambda r: (r or {}).get("req_per_cpu_sec"), True)
     return _figure(used, excluded, level)
 
