@@ -5,8 +5,9 @@
  * send and idle deadlines, and the reference count that keeps a connection's memory
  * until its last in-flight request is answered. Everything here runs on the thread of
  * the connection's loop. Does not own loops or listeners (server.c does).
- * Invariant: a connection holds at most max_pipeline requests (the refused input's error
- * answer included) and at most one read buffer of unparsed input, whatever the peer does. */
+ * Invariant: a connection holds at most max_pipeline requests in flight (the refused
+ * input's error answer included) plus the one being received, and at most one read
+ * buffer of unparsed input, whatever the peer does. */
 #ifndef COMMON_CONN_H
 #define COMMON_CONN_H
 
