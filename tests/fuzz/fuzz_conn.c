@@ -8,7 +8,7 @@
  * connection; the answers arrive in request order (each 200 carries its request's
  * target or its length), at most one error answer and nothing after it nor after a
  * Connection: close; at the end every connection and request is freed.
- * Build and run: make fuzz (FUZZ_SECONDS), make fuzz-ci. */
+ * Build and run: make fuzz (FUZZ_SECONDS), make fuzz-ci; FUZZ_TRACE=1 prints each step. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -78,8 +78,8 @@ static void answer(unsigned i, int big)
 {
     struct request *req = fz.held[i];
     fz.held[i] = fz.held[--fz.nheld];
-    /* which request in parse order it is: count from the FIFO's point of view is not
-     * visible here, so the body says it: the echo, or a length recorded by target */
+    /* the body identifies the request (its target), so the client side can check that
+     * answers come back in request order whatever order they were given in here */
     req->resp.status = 200;
     req->resp.content_type = CT_TEXT;
     buf_reset(&req->resp.body);
