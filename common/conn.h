@@ -1,12 +1,9 @@
-/* conn: one accepted connection's state machine: reads fed to the parser, reading paused
- * and resumed (pipeline cap, unread output), the FIFO that keeps responses in request
- * order, one batched write per loop iteration, linger after "Connection: close", the
- * refusal of bad input (answered once, then nothing more is read), the header, body,
- * send and idle deadlines, and the reference count that keeps a connection's memory
- * until its last in-flight request is answered. Everything here runs on the thread of
- * the connection's loop. Does not own loops or listeners (server.c does).
- * Invariant: a connection holds at most max_pipeline requests (the refused input's error
- * answer included) and at most one read buffer of unparsed input, whatever the peer does. */
+/* conn: one connection's state machine: parsing, pausing (pipeline cap, unread output),
+ * responses in request order, batched writes, linger, refused input answered once, the
+ * header/body/send/idle deadlines, and a reference count that keeps its memory until its
+ * last in-flight request is answered. Loop thread only; loops and listeners are server.c's.
+ * Invariant: at most max_pipeline requests in flight (a refused input's answer included)
+ * plus the one being received, and one read buffer of unparsed input, whatever the peer. */
 #ifndef COMMON_CONN_H
 #define COMMON_CONN_H
 

@@ -1,13 +1,9 @@
-/* test_conn: the connection state machine (conn.c) driven with full control of timing:
- * one loop run turn by turn on the test's own thread (server_loop_turn), a connection
- * opened on one end of a socketpair (conn_open) and the test at the other end, deciding
- * where its reads split, when each reply comes back (requests are held until the test
- * answers them, in any order), when it stops reading, and what time it is (the loop's
- * clock offset, then conn_sweep): an error behind a request in flight is answered once
- * and takes no more memory however the client streams; pipelining across a short header
- * deadline, a slow but steady body and a slow but steady reader are never cut; a
- * deadline with a request in flight answers that request first; a reader that stops is
- * cut by the send deadline; a reply after the client left is dropped cleanly. */
+/* test_conn: conn.c with full control of timing: a loop turned by the test's thread, one
+ * connection on a socketpair, the test choosing read splits, reply order, when it stops
+ * reading and what time it is (clock offset + conn_sweep). Cases: an error behind a request
+ * in flight (one 400, no memory), pipelining across a short header deadline, a deadline with
+ * a request in flight, slow but steady bodies and readers (not cut), a reader that stops
+ * (cut), a reply after the client left. */
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>

@@ -1,14 +1,9 @@
-/* fuzz_conn: libFuzzer harness over the connection layer (conn.c, server.c) with the
- * timing in the input. One loop (created once) is driven on this thread; each input is a
- * script for one connection on a socketpair: send bytes (raw, or HTTP fragments cut
- * anywhere), run loop turns, answer a held request (any of them, so replies come back
- * out of order; small or 256 KiB answers), move the clock and sweep, read some of the
- * output (or not: a peer that stops reading), half-close, close. Checks, besides what
- * ASan/UBSan see: the pool never holds more than max_pipeline + 1 requests for the
- * connection; the answers arrive in request order (each 200 carries its request's
- * target or its length), at most one error answer and nothing after it nor after a
- * Connection: close; at the end every connection and request is freed.
- * Build and run: make fuzz (FUZZ_SECONDS), make fuzz-ci. */
+/* fuzz_conn: libFuzzer over the connection layer (conn.c, server.c), timing in the input:
+ * each input scripts one socketpair connection (bytes cut anywhere, loop turns, replies in
+ * any order and size, clock moves, partial reads, half-close, close). Checks: at most
+ * max_pipeline + 1 requests in use, answers in request order, one error answer at most and
+ * nothing after it, everything freed at the end. make fuzz / fuzz-ci; FUZZ_TRACE=1 traces.
+ * Invariant: one loop, created once, driven on this thread. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -78,8 +73,8 @@ static void answer(unsigned i, int big)
 {
     struct request *req = fz.held[i];
     fz.held[i] = fz.held[--fz.nheld];
-    /* which request in parse order it is: count from the FIFO's point of view is not
-     * visible here, so the body says it: the echo, or a length recorded by target */
+    /* the body identifies the request (its target), so the client side can check that
+     * answers come back in request order whatever order they were given in here */
     req->resp.status = 200;
     req->resp.content_type = CT_TEXT;
     buf_reset(&req->resp.body);
