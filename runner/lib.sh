@@ -169,16 +169,24 @@ fmt_num() {
 }
 
 # analysis ARGS...: the analysis package's command line (runner/analysis, python3 stdlib).
-# The interpreter's real path is looked up once and exported (a version manager's shim
-# costs a few shell processes per call, and runner.sh calls this after every phase).
+# The interpreter's real path is looked up once, when this file is sourced, and exported to
+# every script started from here: a version manager's shim costs a few shell processes per
+# call (0.3 s on the 2-CPU host), and most calls run inside $(...), where a path looked up
+# lazily would be lost with the subshell (1.4 s of a 12 s smoke run, 2026-12-02).
 analysis() {
     if [[ -z "${ANALYSIS_PYTHON:-}" ]]; then
         ANALYSIS_PYTHON=$("${PYTHON:-python3}" -c 'import sys; print(sys.executable)') || return 1
         export ANALYSIS_PYTHON
     fi
-    PYTHONPATH="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)${PYTHONPATH:+:$PYTHONPATH}" \
-        "$ANALYSIS_PYTHON" -m analysis "$@"
+    # -S: no site module (the package needs the standard library only; a site-packages .pth
+    # can cost more than the command itself: 37 ms a call here)
+    PYTHONPATH="$ANALYSIS_DIR${PYTHONPATH:+:$PYTHONPATH}" "$ANALYSIS_PYTHON" -S -m analysis "$@"
 }
+ANALYSIS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)   # runner/, which holds the package
+if [[ -z "${ANALYSIS_PYTHON:-}" ]] && command -v "${PYTHON:-python3}" >/dev/null 2>&1; then
+    ANALYSIS_PYTHON=$("${PYTHON:-python3}" -c 'import sys; print(sys.executable)' 2>/dev/null) || ANALYSIS_PYTHON=""
+    export ANALYSIS_PYTHON
+fi
 
 # mode_durations MODE: the default durations of a run mode (full, quick or smoke) on one
 # line: sustain warm-up, sustain measured, probe measured, probe warm-up (s), connections,

@@ -60,7 +60,7 @@ cpustat_sample() {
 PROC_TREE_PIDS=()
 proc_tree_pids() {
     local root=$1 live=${2:-} f line rest ppid sid pid p i=0
-    local -a queue fields session=()
+    local -a queue=() fields session=()
     local -A kids_of=() in_tree=()
     PROC_TREE_PIDS=()
     if [[ ! -r "/proc/$root/stat" ]]; then

@@ -96,8 +96,10 @@ missing_packages() {
     installed=$(dpkg-query -W -f='${Package} ${Status}\n' "${wanted[@]}" 2>/dev/null |
         awk '$NF == "installed" && $(NF - 1) == "ok" { sub(/:.*/, "", $1); print $1 }' || true)
     local pkg
+    local -A have=()
+    for pkg in $installed; do have[$pkg]=1; done
     for pkg in "${wanted[@]}"; do
-        grep -qxF "$pkg" <<<"$installed" || printf '%s\n' "$pkg"
+        [[ -n "${have[$pkg]:-}" ]] || printf '%s\n' "$pkg"
     done
 }
 

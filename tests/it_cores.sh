@@ -60,6 +60,17 @@ ok "proc tree: peak RSS summed over the tree exceeds the root's own" \
 it_on_exit
 wait "$tree_pid" 2>/dev/null || true
 tree_pid=""
+# a session whose leader (a wrapper) has ended and left its child behind, reparented away:
+# the stop's "live" walk must still find the child by its session (under set -u, as runner.sh)
+setsid sh -c "'$odd' 30 & echo \$! >'$TMP/orphan'" </dev/null >/dev/null 2>&1 &
+lead=$!
+wait "$lead" 2>/dev/null || true
+orphan=$(cat "$TMP/orphan")
+is "proc tree live: a gone leader's session still gives its child" \
+    "$(bash -c "set -u; . '$ROOT/runner/proc.sh'; proc_tree_pids $lead live; echo \"\${PROC_TREE_PIDS[*]}\"" 2>&1)" "$orphan"
+kill "$orphan" 2>/dev/null || true
+is "proc tree live: a gone leader with nothing left gives no pid and no error" \
+    "$(bash -c "set -u; . '$ROOT/runner/proc.sh'; proc_tree_pids 999999999 live; echo \"[\${PROC_TREE_PIDS[*]}]\"" 2>&1)" "[]"
 
 # ---- --cpu-plan: the plan alone, on a fixture machine ------------------------------------
 gen_dir="$TMP/topo"

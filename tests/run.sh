@@ -46,6 +46,10 @@ fi
 ulimit -Sn "$nofile_hard" 2>/dev/null || true
 echo "run.sh: open files limit $(ulimit -Sn) (hard $(ulimit -Hn))" >&2
 export BUILD CMOCKA_MESSAGE_OUTPUT=TAP
+# The interpreter behind python3 found once for every script the tests start (runner/lib.sh
+# would look it up in each: a version manager's shim costs 0.3 s a time).
+# shellcheck source=runner/lib.sh
+. runner/lib.sh
 
 progs=()
 if [[ $unit -eq 1 ]]; then
