@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "atomics.h"
-#include "dispatch.h"
 #include "io.h"
 #include "mix.h"
 #include "rng.h"
@@ -155,7 +154,7 @@ static int on_message_complete(llhttp_t *p)
         c->close_after = 1;
         return 0;
     }
-    dispatch_ready(c, now);
+    w->on_ready(c, now);
     return 0;
 }
 
@@ -342,7 +341,7 @@ static void on_connect(uv_connect_t *req, int status)
     if (c->state != CLIENT_OPEN || !w->running)
         return; /* the run has not started: worker_main sends the first requests */
     w->now_ns = timebase_now_ns();
-    dispatch_ready(c, w->now_ns); /* the turn that follows sends and flushes */
+    w->on_ready(c, w->now_ns); /* the turn that follows sends and flushes */
 }
 
 static void client_connect(struct client *c)

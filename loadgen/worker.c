@@ -196,6 +196,7 @@ struct worker *worker_new(struct worker_shared *sh, unsigned id, unsigned nconns
     w->clients = xcalloc(nconns, sizeof *w->clients);
     w->ready = xcalloc(nconns, sizeof *w->ready);
     w->touched = xcalloc(nconns, sizeof *w->touched);
+    w->on_ready = dispatch_ready;
     for (unsigned i = 0; i < nconns; i++)
         client_init(&w->clients[i], w, i);
     stats_init(&w->stats);

@@ -38,6 +38,9 @@ struct worker {
     unsigned ready_head, nready;
     struct client **touched; /* connections to flush at the end of this wake-up */
     unsigned ntouched;
+    /* c has room again at now_ns (connected, or a response completed): client.c calls it,
+     * worker_new sets it to dispatch_ready, so that client.c does not call into dispatch.c */
+    void (*on_ready)(struct client *c, uint64_t now_ns);
     struct stats stats;
     struct rng rng;           /* the requests' random choices (mix lines, placeholders) */
     struct rng jitter;        /* the reconnect backoff's, apart: the request sequence does
