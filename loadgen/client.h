@@ -17,8 +17,8 @@
 
 #include "config.h"
 #include "stats.h"
+#include "thread_state.h"
 #include "util.h"
-#include "worker_impl.h"
 
 #define CLIENT_READ_BUF_BYTES 16384
 

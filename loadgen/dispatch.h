@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "client.h"
-#include "worker_impl.h"
+#include "thread_state.h"
 
 /* c has room again at now_ns (connected, or a response completed): closed loop, fills it
  * with requests; constant rate, queues it for the next due request. */

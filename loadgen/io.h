@@ -9,7 +9,7 @@
 #define LOADGEN_IO_H
 
 #include "client.h"
-#include "worker_impl.h"
+#include "thread_state.h"
 
 struct io_ops {
     const char *name;

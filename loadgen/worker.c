@@ -17,8 +17,8 @@
 #include "dispatch.h"
 #include "io.h"
 #include "plan.h"
+#include "thread_state.h"
 #include "timebase.h"
-#include "worker_impl.h"
 
 void worker_woke(struct worker *w)
 {

@@ -1,11 +1,11 @@
-/* worker_impl: the state of one load-generating thread (struct worker), shared by the
- * modules a worker is made of: worker.c (the thread, the measured window, stopping),
- * client.c (its connections), dispatch.c (what to send when) and the I/O back-ends behind
- * struct io_ops (io.h). main.c sees only worker.h. Everything here belongs to the worker's
- * own thread; what other threads may read is in worker.h (worker_shared, the progress
- * mirrors of the stats). */
-#ifndef LOADGEN_WORKER_IMPL_H
-#define LOADGEN_WORKER_IMPL_H
+/* thread_state: struct worker, the state of one load-generating thread, which every module
+ * on that thread reads and writes: worker.c (the thread, the window, stopping), client.c
+ * (its connections), dispatch.c (what to send when) and the I/O back-ends (io.h). It names
+ * client and io_ops only as pointers, and includes neither client.h nor dispatch.h. Worker
+ * thread only; main.c sees worker.h, other threads read only worker_shared and the stats'
+ * progress mirrors. */
+#ifndef LOADGEN_THREAD_STATE_H
+#define LOADGEN_THREAD_STATE_H
 
 #include <pthread.h>
 #include <stdint.h>
