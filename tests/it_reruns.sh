@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # it_reruns.sh: self-correcting re-runs in a real `./run_all.sh --smoke` (TAP): a CPU hog
 # pinned to the server's CPU during the batch's first round (started before the batch, ended
-# by pid once round 1's two runs are done) makes that round invalid ("other load"); with 3
-# planned rounds and MIN_VALID_PAIRS=3, run_all.sh must run a new round of both servers
+# by pid once round 1's two runs are done) makes that round invalid ("other load"); with 2
+# planned rounds and MIN_VALID_PAIRS=2, run_all.sh must run a new round of both servers
 # (probe-only, fresh processes), record it and why in matrix.json and index.json, count it
 # in its last line, and end with the 2 valid pairs (of the probes, or of the equal-load
 # runs) that the verdict's interval needs. s4 (sqlite): its smoke probes saturate the server
@@ -44,10 +44,10 @@ srv_cpu=$(cpu_plan_sides "$(affinity_cpus)" | sed -n 1p | cut -d, -f1)
 taskset -c "$srv_cpu" bash -c 'while :; do :; done' &
 hog=$!
 rc=0
-MIN_VALID_PAIRS=3 "$ROOT/run_all.sh" --smoke --scenarios=s4 --repeats=3 --budget=3m --batch=it-reruns \
+MIN_VALID_PAIRS=2 "$ROOT/run_all.sh" --smoke --scenarios=s4 --repeats=2 --budget=3m --batch=it-reruns \
     >"$TMP/out" 2>"$TMP/err" &
 batch_pid=$!
-# round 1 is done when both of its runs printed their outcome ("[2/8] ...: ..."); then the hog ends
+# round 1 is done when both of its runs printed their outcome ("[2/N] ...: ..."); then the hog ends
 t0=$(clock_s)
 while kill -0 "$batch_pid" 2>/dev/null && ! grep -Eq '^\[run_all\] \[2/[0-9]+\] [^ ]+ s4: ' "$TMP/err" &&
       awk -v t="$(clock_s)" -v t0="$t0" -v m="$HOG_MAX_SEC" 'BEGIN { exit !(t - t0 < m) }'; do
@@ -76,14 +76,14 @@ is "the hog made both probes of round 1 flag other load" "$n_other" 2
 res="$batch/matrix.json"
 jqok "matrix.json: a re-run round of both servers, probe-only, numbered after the planned rounds" \
     '([.reruns[] | select(.scenario == "s4" and .kind == "probe")] | length) >= 1
-     and all(.reruns[]; .round > (if .kind == "probe" then 3 else 1 end) and (.servers | sort) == ["actor-sqlite", "async-sqlite"])'
+     and all(.reruns[]; .round > (if .kind == "probe" then 2 else 1 end) and (.servers | sort) == ["actor-sqlite", "async-sqlite"])'
 jqok "matrix.json: the first re-run answers round 1, with both runs' other-load flags" \
     '.reruns[0].answers[0].round == 1 and (.reruns[0].answers[0].why | test("actor-sqlite other load") and test("async-sqlite other load"))
      and (.reruns[0].why | test("round 1 of actor-sqlite/async-sqlite .*other load"))'
 jqok "matrix.json: the re-run round is in the rounds, marked, in a random order of both servers" \
     '[.rounds[] | select(.rerun)] | length >= 1 and all(.[]; (.order | sort) == ["actor-sqlite", "async-sqlite"])'
 jqok "matrix.json: MIN_VALID_PAIRS, the budget and the seed are recorded" \
-    '.min_valid_pairs == 3 and .budget_s == 180 and .budget_default == false and (.seed | type) == "number"'
+    '.min_valid_pairs == 2 and .budget_s == 180 and .budget_default == false and (.seed | type) == "number"'
 first_rerun=$(jq -r '.reruns[0].round // 0' "$batch/matrix.json")
 n_fresh=0
 for sv in actor-sqlite async-sqlite; do

@@ -218,14 +218,16 @@ ok "its result.json carries the failure" \
 
 # ---- run_all.sh --smoke -----------------------------------------------------------------------
 rc=0
-# --budget=1: no re-runs, so that the counts below are the plan's (tests/it_reruns.sh has them)
-"$ROOT/run_all.sh" --smoke --repeats=1 --batch=it-all --budget=1 >"$TMP/all.out" 2>"$TMP/all.err" || rc=$?
+# --budget=1: no re-runs, so that the counts below are the plan's (tests/it_reruns.sh has them).
+# s1 and s2, the scenarios that decide the default verdict (s3's and s4's pipelines are the
+# same code: tests/it_cores.sh runs s3, tests/it_reruns.sh s4 on the sqlite pair)
+"$ROOT/run_all.sh" --smoke --scenarios=s1,s2 --repeats=1 --batch=it-all --budget=1 >"$TMP/all.out" 2>"$TMP/all.err" || rc=$?
 is "run_all.sh --smoke exits 0" "$rc" 0
 if [[ $rc -ne 0 ]]; then grep -E '^\[run_all\]' "$TMP/all.err" | sed 's/^/# /' | tail -n 30; fi
 batch="$RESULTS_DIR/it-all"
-ok "progress lines [i/16]" grep -Eq '^\[run_all\] \[5/16\] (actor|async)-mem s2 \.\.\.' "$TMP/all.err"
+ok "progress lines [i/8]" grep -Eq '^\[run_all\] \[5/8\] (actor|async)-mem s2 \.\.\.' "$TMP/all.err"
 jqfile "matrix.json: the seed, the budget, each round's order a permutation of its group" "$batch/matrix.json" \
-    '. as $m | (.seed | type) == "number" and .budget_s == 1 and (.rounds | length) == 8
+    '. as $m | (.seed | type) == "number" and .budget_s == 1 and (.rounds | length) == 4
      and all(.rounds[]; . as $r | ($r.order | sort) == ($m.groups[] | select(.scenario == $r.scenario) | .servers | sort))'
 # each run's facts: its round and its place in that round's recorded order
 misplaced=0
@@ -239,12 +241,12 @@ is "facts: every run's config.round and config.round_position match matrix.json'
 ok "index.json parses" quiet jq -e . "$batch/index.json"
 [[ -f "$batch/index.json" ]] || echo '{}' >"$batch/index.json"
 res="$batch/index.json"
-jqok "index.json: 8 runs, all without failure, no probe-only runs with one repeat" \
-    '(.runs | length) == 8 and all(.runs[]; .failure == null) and (.probe_runs | length) == 0'
-jqok "index.json: 4 comparisons, one per scenario, with a verdict each" \
-    '[.comparisons[].scenario] == ["s1", "s2", "s3", "s4"] and all(.comparisons[]; .verdict == "PASS" or .verdict == "FAIL" or .verdict == "INCONCLUSIVE")'
+jqok "index.json: 4 runs, all without failure, no probe-only runs with one repeat" \
+    '(.runs | length) == 4 and all(.runs[]; .failure == null) and (.probe_runs | length) == 0'
+jqok "index.json: 2 comparisons, one per scenario, with a verdict each" \
+    '[.comparisons[].scenario] == ["s1", "s2"] and all(.comparisons[]; .verdict == "PASS" or .verdict == "FAIL" or .verdict == "INCONCLUSIVE")'
 jqok "index.json: equal-load runs at one rate per scenario" \
-    '(.equal_load_runs | length) == 8 and all(.comparisons[]; .equal_load.candidate.target_rps == .equal_load.baseline.target_rps)'
+    '(.equal_load_runs | length) == 4 and all(.comparisons[]; .equal_load.candidate.target_rps == .equal_load.baseline.target_rps)'
 jqok "index.json: equal-load rate = sat_ratio x the slower saturation" \
     'all(.comparisons[]; .equal_load.rate_rps == ([.candidate_result.saturation_rps, .baseline_result.saturation_rps] | min * 0.7 | round))'
 jqok "index.json: one round gives no interval: no basis, INCONCLUSIVE with the reason" \
@@ -260,12 +262,12 @@ ok "summary.md says plainly that smoke figures are not results" grep -q 'Smoke r
 ok "run_all's last lines say the smoke verdict is not a result" \
     bash -c "tail -n 3 '$TMP/all.err' | grep -q 'smoke run: checks the pipeline, too short to mean anything'"
 ok "summary.md has a row per comparison in the verdict, probe and equal-load ratio tables" \
-    bash -c "[[ \$(grep -Ec '^\| s[1-4] \| actor-(mem|sqlite) / async-(mem|sqlite) \|' '$batch/summary.md') -eq 12 ]]"
+    bash -c "[[ \$(grep -Ec '^\| s[1-4] \| actor-(mem|sqlite) / async-(mem|sqlite) \|' '$batch/summary.md') -eq 6 ]]"
 ok "summary.md has a row per server and scenario at its own saturation and at equal load" \
-    bash -c "[[ \$(grep -Ec '^\| s[1-4] \| (actor|async)-(mem|sqlite) \|' '$batch/summary.md') -eq 16 ]] && grep -q '^## Equal load' '$batch/summary.md'"
+    bash -c "[[ \$(grep -Ec '^\| s[1-4] \| (actor|async)-(mem|sqlite) \|' '$batch/summary.md') -eq 8 ]] && grep -q '^## Equal load' '$batch/summary.md'"
 ok "summary.md names the host and versions" grep -Eq "Host .*cores.*kernel" "$batch/summary.md"
 ok "report.html rendered: a latency spectrum per scenario, own and equal load (tests/it_report.sh checks the page)" \
-    bash -c "[[ \$(grep -Eo 'data-plot=\"latency-s[1-4]-(own|equal)\"' '$batch/report.html' | wc -l) -eq 8 ]]"
+    bash -c "[[ \$(grep -Eo 'data-plot=\"latency-s[1-4]-(own|equal)\"' '$batch/report.html' | wc -l) -eq 4 ]]"
 ok "report.html: the smoke banner" grep -q 'Smoke run: checks the pipeline, too short to mean anything' "$batch/report.html"
 
 # ---- a failed run makes its scenario ERROR (the rest of the rules: test_analysis.py) --------

@@ -221,9 +221,9 @@ fi
 # ---- a pair of two servers this project did not build, through run_all.sh --------------------
 # the wrapper (async-server behind a script) against node-users on s1, the one scenario both
 # serve here; a smoke batch checks the pipeline, not the figures (--budget=1: the planned
-# rounds only, no re-runs)
+# rounds only, no re-runs; EQUAL_LOAD=0: the probes decide, for the suite's time)
 rc=0
-"$ROOT/run_all.sh" --smoke --pair=wrapped,node-users --repeats=2 --budget=1 --batch=pair \
+EQUAL_LOAD=0 "$ROOT/run_all.sh" --smoke --pair=wrapped,node-users --repeats=2 --budget=1 --batch=pair \
     >"$TMP/pair.out" 2>"$TMP/pair.err" || rc=$?
 is "pair: ./run_all.sh --smoke --pair=wrapped,node-users exits 0" "$rc" 0
 [[ "$rc" == 0 ]] || sed 's/^/# /' "$TMP/pair.err" | tail -n 12
