@@ -1,1 +1,0 @@
-taskset -c 0 /work/main/build/actor-server --store=sqlite --host 127.0.0.1 --port 33873 --threads 1 --bearer test-token-aaaaaaaaaaaaaaaaaaaa --seed-users 10000 --access-log /dev/null --db /work/main/results/20261129T233506Z/actor-sqlite-s4-equal/server.db 

@@ -1,1 +1,0 @@
-taskset -c 0 /work/wt/results/build/async-server --store=memory --host 127.0.0.1 --port 55129 --threads 1 --bearer test-token-aaaaaaaaaaaaaaaaaaaa --seed-users 10000 --access-log /dev/null 

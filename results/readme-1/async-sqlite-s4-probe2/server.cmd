@@ -1,1 +1,0 @@
-taskset -c 0 /work/wt/results/build/async-server --store=sqlite --host 127.0.0.1 --port 44031 --threads 1 --bearer test-token-aaaaaaaaaaaaaaaaaaaa --seed-users 10000 --access-log /dev/null --db /work/wt/results/results/readme-1/async-sqlite-s4-probe2/server.db 

@@ -1,1 +1,0 @@
-taskset -c 0 /work/wt/batch/build/async-server --store=memory --host 127.0.0.1 --port 46481 --threads 1 --bearer test-token-aaaaaaaaaaaaaaaaaaaa --seed-users 10000 --access-log /dev/null 

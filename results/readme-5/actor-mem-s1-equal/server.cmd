@@ -1,1 +1,0 @@
-taskset -c 0 /work/main/build/actor-server --store=memory --host 127.0.0.1 --port 47031 --threads 1 --bearer test-token-aaaaaaaaaaaaaaaaaaaa --seed-users 10000 --access-log /dev/null 

@@ -1,1 +1,0 @@
-taskset -c 0 /work/main/build/actor-server --store=sqlite --host 127.0.0.1 --port 50639 --threads 1 --bearer test-token-aaaaaaaaaaaaaaaaaaaa --seed-users 10000 --access-log /dev/null --db /work/main/results/readme-7/actor-sqlite-s4-probe2/server.db 
