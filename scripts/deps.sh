@@ -12,7 +12,8 @@ APT_LOCK_TIMEOUT="${APT_LOCK_TIMEOUT:-300}"  # seconds to wait for another apt/d
 
 # The profiles. node-llhttp is where Debian ships llhttp's C sources and header
 # (/usr/share/llhttp/*.c, /usr/share/include/llhttp/llhttp.h); it depends on nodejs
-# (through node-semver), so building installs node too (nodejs, libnode108, libicu72: about 90 MB on Debian 12), recommends or not.
+# (through node-semver), so building installs node too (nodejs, libnode108, libicu72:
+# about 90 MB on Debian 12), recommends or not.
 BUILD_PKGS="gcc libc6-dev make pkg-config libuv1-dev libck-dev libsqlite3-dev libjansson-dev libcmocka-dev node-llhttp"
 # make test: the python and shell tests, the runner and report tests (curl, jq, gnuplot,
 # taskset, pkill, git for the recorded commit, shellcheck over the runner's scripts), the
