@@ -48,23 +48,26 @@ static void print_version(void)
            JANSSON_VERSION);
 }
 
-/* Whether the output file `path` of option `opt` can be written, before the run: its
- * folder exists and is writable, and it is not a folder or a read-only file. 0, or -errno
- * with the reason in err. */
+/* Whether the output file `path` of option `opt` can be written, before the run, as
+ * fopen(path, "w") will: an existing file must be writable and not a folder (its folder
+ * need not be: /dev/null for a user); a new one needs a writable folder. 0, or -errno with
+ * the reason in err. */
 static int check_output(const char *opt, const char *path, char *err, size_t errlen)
 {
     char copy[PATH_MAX];
     struct stat st;
+    if (stat(path, &st) == 0) {
+        if (!S_ISDIR(st.st_mode) && access(path, W_OK) == 0)
+            return 0;
+        int e = S_ISDIR(st.st_mode) ? EISDIR : errno;
+        snprintf(err, errlen, "%s %s: %s", opt, path, strerror(e));
+        return -e;
+    }
     snprintf(copy, sizeof copy, "%s", path);
     const char *dir = dirname(copy);
     if (access(dir, W_OK | X_OK) != 0) {
         int e = errno;
         snprintf(err, errlen, "%s %s: folder '%s': %s", opt, path, dir, strerror(e));
-        return -e;
-    }
-    if (stat(path, &st) == 0 && (S_ISDIR(st.st_mode) || access(path, W_OK) != 0)) {
-        int e = S_ISDIR(st.st_mode) ? EISDIR : errno;
-        snprintf(err, errlen, "%s %s: %s", opt, path, strerror(e));
         return -e;
     }
     return 0;

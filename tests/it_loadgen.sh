@@ -103,6 +103,26 @@ check "an empty value (--duration=) exits 2: $(head -n1 "$TMP/err")" \
 rc=0; "$LOADGEN" --url http://127.0.0.1:1 --json "$TMP/no/such/dir/out.json" 2>"$TMP/err" || rc=$?
 check "--json into a missing folder exits 2 before connecting: $(head -n1 "$TMP/err")" \
     bash -c "[[ $rc -eq 2 ]] && grep -q -- '--json' '$TMP/err' && ! grep -q 'cannot connect' '$TMP/err'"
+rc=0; "$LOADGEN" --url http://127.0.0.1:1 --json "$TMP" 2>"$TMP/err" || rc=$?
+check "--json naming a folder exits 2: $(head -n1 "$TMP/err")" \
+    bash -c "[[ $rc -eq 2 ]] && grep -q 'Is a directory' '$TMP/err'"
+# an existing writable file in a folder the user cannot write (/dev/null for a user) is
+# writable as fopen opens it: the check must not ask for the folder (as root, as nobody)
+mkdir -p "$TMP/ro" && : >"$TMP/ro/out.json" && chmod 666 "$TMP/ro/out.json" && chmod 555 "$TMP/ro" && chmod 711 "$TMP"
+as_user=()
+if [[ $(id -u) -eq 0 ]]; then as_user=(setpriv --reuid=65534 --regid=65534 --clear-groups); fi
+lg_abs=$(cd "$(dirname "$LOADGEN")" && pwd)/$(basename "$LOADGEN")
+if "${as_user[@]}" test -x "$lg_abs"; then
+    for out in "$TMP/ro/out.json" /dev/null; do
+        rc=0; "${as_user[@]}" "$lg_abs" --url http://127.0.0.1:1 --duration 1 --json "$out" 2>"$TMP/err" || rc=$?
+        check "--json $out (writable, its folder not) as uid $("${as_user[@]}" id -u): no usage error, the run starts: $(head -n1 "$TMP/err")" \
+            bash -c "[[ $rc -ne 2 ]] && grep -q 'cannot connect' '$TMP/err'"
+    done
+else
+    skip "--json into a writable file of a read-only folder: uid 65534 cannot run $lg_abs"
+    skip "--json /dev/null as a user: uid 65534 cannot run $lg_abs"
+fi
+chmod 755 "$TMP/ro"
 rc=0; "$LOADGEN" merge --bogus "$TMP/m.json" x 2>"$TMP/err" || rc=$?
 check "merge: an unknown option exits 2 with one line and where the help is" \
     bash -c "[[ $rc -eq 2 && \$(wc -l <'$TMP/err') -eq 2 ]] && grep -q 'loadgen merge --help' '$TMP/err'"
