@@ -111,7 +111,9 @@ check "--json naming a folder exits 2: $(head -n1 "$TMP/err")" \
 mkdir -p "$TMP/ro" && : >"$TMP/ro/out.json" && chmod 666 "$TMP/ro/out.json" && chmod 555 "$TMP/ro" && chmod 711 "$TMP"
 as_user=()
 if [[ $(id -u) -eq 0 ]]; then as_user=(setpriv --reuid=65534 --regid=65534 --clear-groups); fi
-lg_abs=$(cd "$(dirname "$LOADGEN")" && pwd)/$(basename "$LOADGEN")
+# a copy in the temporary folder: the checkout may sit where uid 65534 cannot reach (/root)
+lg_abs="$TMP/loadgen-copy"
+cp "$LOADGEN" "$lg_abs" && chmod 755 "$lg_abs"
 if "${as_user[@]}" test -x "$lg_abs"; then
     for out in "$TMP/ro/out.json" /dev/null; do
         rc=0; "${as_user[@]}" "$lg_abs" --url http://127.0.0.1:1 --duration 1 --json "$out" 2>"$TMP/err" || rc=$?
