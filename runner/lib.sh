@@ -174,19 +174,27 @@ fmt_num() {
 # call (0.3 s on the 2-CPU host), and most calls run inside $(...), where a path looked up
 # lazily would be lost with the subshell (1.4 s of a 12 s smoke run, 2026-12-02).
 analysis() {
-    if [[ -z "${ANALYSIS_PYTHON:-}" ]]; then
-        ANALYSIS_PYTHON=$("${PYTHON:-python3}" -c 'import sys; print(sys.executable)') || return 1
-        export ANALYSIS_PYTHON
+    if ! analysis_python_find; then
+        echo "analysis: no ${PYTHON:-python3} here (scripts/deps.sh run installs it)" >&2
+        return 1
     fi
     # -S: no site module (the package needs the standard library only; a site-packages .pth
     # can cost more than the command itself: 37 ms a call here)
     PYTHONPATH="$ANALYSIS_DIR${PYTHONPATH:+:$PYTHONPATH}" "$ANALYSIS_PYTHON" -S -m analysis "$@"
 }
-ANALYSIS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)   # runner/, which holds the package
-if [[ -z "${ANALYSIS_PYTHON:-}" ]] && command -v "${PYTHON:-python3}" >/dev/null 2>&1; then
-    ANALYSIS_PYTHON=$("${PYTHON:-python3}" -c 'import sys; print(sys.executable)' 2>/dev/null) || ANALYSIS_PYTHON=""
+
+# analysis_python_find: sets and exports ANALYSIS_PYTHON, the interpreter behind python3
+# (or $PYTHON), unless it is set. Returns 1 when there is none (yet: scripts/deps.sh may
+# install it after this file is sourced; `analysis` then looks again).
+analysis_python_find() {
+    [[ -z "${ANALYSIS_PYTHON:-}" ]] || return 0
+    ANALYSIS_PYTHON=$("${PYTHON:-python3}" -c 'import sys; print(sys.executable)' 2>/dev/null) ||
+        ANALYSIS_PYTHON=""
     export ANALYSIS_PYTHON
-fi
+    [[ -n "$ANALYSIS_PYTHON" ]]
+}
+ANALYSIS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)   # runner/, which holds the package
+analysis_python_find || true
 
 # mode_durations MODE: the default durations of a run mode (full, quick or smoke) on one
 # line: sustain warm-up, sustain measured, probe measured, probe warm-up (s), connections,
