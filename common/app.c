@@ -72,15 +72,16 @@ static uint16_t __attribute__((noinline)) store_failed(struct request *req, int 
 /* Notes a store call's result rc for n requests: refusals for lack of space are counted,
  * and an episode of them is said on stderr at its first one and when a write (write
  * set) succeeds again. Runs under the caller's exclusion (the store's owner). */
-static void __attribute__((noinline)) store_note_space(struct app *app, int rc, unsigned n,
-                                                       int write)
+static void __attribute__((noinline))
+store_note_space(struct app *app, int rc, unsigned n, int write)
 {
     if (rc == -ENOSPC) {
         counter_set(&app->store_full_rejections, counter_get(&app->store_full_rejections) + n);
         if (!app->store_full) {
             app->store_full = 1;
-            fprintf(stderr, "store: a write failed: %s (the database's filesystem is full); "
-                            "writes are answered 503 + Retry-After until one succeeds\n",
+            fprintf(stderr,
+                    "store: a write failed: %s (the database's filesystem is full); "
+                    "writes are answered 503 + Retry-After until one succeeds\n",
                     strerror(ENOSPC));
         }
     } else if (rc == 0 && write && app->store_full) {

@@ -71,8 +71,8 @@ int store_create(struct store *s, const char *name, size_t name_len, const char 
 
 /* Creates up to n users in one transaction (sqlite: one BEGIN IMMEDIATE .. COMMIT):
  * all or nothing. in[i].name/email are inputs; ids are assigned into in[i].id.
- * Returns 0 (all committed), -EBUSY, -ENOSPC or -EIO (none stored). Used by the actor store for group
- * commit; store_create is store_create_batch with n = 1. */
+ * Returns 0 (all committed), -EBUSY, -ENOSPC or -EIO (none stored). Used by the actor store for
+ * group commit; store_create is store_create_batch with n = 1. */
 int store_create_batch(struct store *s, struct user *in, size_t n);
 
 uint64_t store_count(struct store *s); /* number of users */
