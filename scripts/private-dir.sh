@@ -5,10 +5,11 @@
 
 # private_dir_claim DIR: makes DIR (mode 0700, owned by root) when it is absent, then
 # checks it: a real folder (not a symbolic link), owned by root, mode 0700, and every
-# folder above it (links above it resolved) owned by root and writable by nobody else unless sticky (/var/tmp,
-# /tmp: there another user cannot rename or remove root's folder). Returns 0 when DIR is
-# usable; otherwise prints one line saying why to stderr and returns 1. DIR's parent must
-# exist. Never changes an existing folder's owner or mode, and never follows a link.
+# folder above it (links above it resolved) owned by root and writable by nobody else
+# unless sticky (/var/tmp, /tmp: there another user cannot rename or remove root's
+# folder). Returns 0 when DIR is usable; otherwise prints one line saying why to stderr
+# and returns 1. DIR's parent must exist. Never changes an existing folder's owner or
+# mode, and never follows a link at DIR itself.
 private_dir_claim() {
     local dir=$1 parent mode owner
     [[ "$dir" == /* ]] || { echo "$dir: not an absolute path" >&2; return 1; }
@@ -24,7 +25,8 @@ private_dir_claim() {
     fi
     read -r owner mode < <(stat -c '%u %a' -- "$dir")
     if [[ "$owner" != 0 || "$mode" != 700 ]]; then
-        echo "$dir exists, owned by uid $owner with mode $mode, not root's with mode 0700 (another user may have prepared it): remove it or choose another folder" >&2
+        echo "$dir exists, owned by uid $owner with mode $mode, not root's with mode 0700" \
+            "(another user may have prepared it): remove it or choose another folder" >&2
         return 1
     fi
     parent=$dir
@@ -33,7 +35,8 @@ private_dir_claim() {
         read -r owner mode < <(stat -c '%u %a' -- "$parent")
         # group or others may write, and the sticky bit (01000) is not set
         if [[ "$owner" != 0 ]] || (( (8#$mode & 8#022) != 0 && (8#$mode & 8#1000) == 0 )); then
-            echo "$parent (above $dir) is owned by uid $owner with mode $mode: another user could replace $dir: refusing it" >&2
+            echo "$parent (above $dir) is owned by uid $owner with mode $mode:" \
+                "another user could replace $dir: refusing it" >&2
             return 1
         fi
     done

@@ -548,8 +548,8 @@ def check_close_behind_inflight(tap, sname, path):
     while the closing request is still in flight. One send: GET /ping (answered at once by
     the actor server: it never reaches the store), a POST with Connection: close (waits in
     the store: another process holds the SQLite write lock), and a POST of a user named
-    behind-close. The ping's answer must not resume reading (the closing answer is not rendered yet). After
-    0.5 s the lock goes: 200, 201 with Connection: close, FIN, and no behind-close user in the
+    behind-close. The ping's answer must not resume reading (the closing answer is not
+    rendered yet). After 0.5 s the lock goes: 200, 201 with Connection: close, FIN, and no behind-close user in the
     database. The actor server runs its store on a worker (--workers 1) so that the
     connection's loop is free meanwhile."""
     import sqlite3

@@ -31,7 +31,8 @@ def scrape_text(n, per_bucket):
     cumulative count per_bucket x its rank, then +Inf."""
     lines = ["# TYPE http_handler_latency_seconds histogram"]
     for i in range(1, n + 1):
-        lines.append('http_handler_latency_seconds_bucket{le="%.6f"} %d' % (i * 1e-6, per_bucket * i))
+        lines.append('http_handler_latency_seconds_bucket{le="%.6f"} %d' %
+                     (i * 1e-6, per_bucket * i))
     lines.append('http_handler_latency_seconds_bucket{le="+Inf"} %d' % (per_bucket * n))
     lines.append("http_handler_latency_seconds_count %d" % (per_bucket * n))
     return "\n".join(lines) + "\n"
