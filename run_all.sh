@@ -56,7 +56,8 @@ which is compared with which (candidate / baseline, against TARGET_RATIO):
   --servers=LIST     without --baseline: the default pairs limited to these servers
   --scenarios=LIST   only these scenarios (s1 s2 s3 s4)
 Per scenario: REPEATS rounds, in each every server of the scenario once, each on a fresh
-server, in a random order drawn from --seed (the same seed gives the same orders); round 1
+server, in a balanced order (ABBA: each server first in every other round) drawn from
+--seed (the same seed gives the same orders); round 1
 also sustains SAT_RATIO x each server's own saturation, rounds 2.. are probe-only runs
 (<server>-<scenario>-probeN); then every compared server at equal load (SAT_RATIO x the
 slowest median saturation, <server>-<scenario>-equal). A comparison with fewer than
@@ -69,7 +70,7 @@ pairs, more equal-load rounds (-equal2, ...), while the batch fits its --budget
   --smoke            a few seconds per run, 2 rounds, for tests: its figures and its
                      verdict are not results
   --repeats=N        planned rounds per scenario, 1..20 (default 3; smoke 2)
-  --seed=N           the seed of the rounds' orders, a whole number (default: from the
+  --seed=N           the seed of the rounds' base order, a whole number (default: from the
                      batch id); recorded in matrix.json, each run's place in its facts
   --budget=DURATION  the batch's wall time within which re-runs may be added, e.g. 900,
                      900s, 15m, 1h30m (default: the planned estimate and a third more; the
@@ -455,14 +456,11 @@ run_one() {
     return "$rc"
 }
 
-# shuffled SCENARIO KIND ROUND SERVER...: the servers in the round's random order, one line,
-# space-separated: a pure function of (seed, scenario, kind, round), so that a seed gives the
-# same orders again (Python's random.Random seeded with the text "seed/scenario/kind/round").
+# shuffled SCENARIO KIND ROUND SERVER...: the servers in the round's balanced order, one line,
+# space-separated: a base order drawn from (seed, scenario, kind), ABBA over the rounds
+# (analysis round-order, matrix.round_order; SPEC.md section 9), so a seed gives the same orders.
 shuffled() {
-    "${ANALYSIS_PYTHON:-python3}" -c 'import random, sys
-names = sys.argv[5:]
-random.Random("/".join(sys.argv[1:5])).shuffle(names)
-print(" ".join(names))' "$seed" "$@"
+    analysis round-order "$seed" "$@"
 }
 
 # run_round SCENARIO KIND ROUND RERUN SERVER...: one round: every SERVER once, in the round's

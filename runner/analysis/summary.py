@@ -9,7 +9,7 @@ import datetime
 import json
 import os
 
-from . import batch, rules, scaling, stats, sweep, threads, verdict
+from . import batch, calibration, canary, rules, scaling, stats, sweep, threads, verdict
 from .fmt import LOADGEN_MARK, STATIONARY_MARK, known, num, pct, plural, with_unit
 from .rules import is_num
 
@@ -53,12 +53,13 @@ def _valid_probe_rps(runs):
     return [r["saturation_rps"] for r in runs if r and not rules.probe_problems(r) and is_num(r.get("saturation_rps"))]
 
 
-def comparison(b, group, comp, target, level):
-    """index.json's entry for one comparison COMP ({candidate, baseline, decides}) of GROUP."""
+def comparison(b, group, comp, target, level, floors=None):
+    """index.json's entry for one comparison COMP ({candidate, baseline, decides}) of GROUP;
+    FLOORS: the host's noise floors of the scenario (calibration.floors), or None."""
     sc, cand, base = group["scenario"], comp["candidate"], comp["baseline"]
     cp, bp = b.probes(cand, sc), b.probes(base, sc)
     ce, be = b.equal(cand, sc), b.equal(base, sc)
-    d = verdict.decide(sc, cand, base, cp, bp, ce, be, target, level)
+    d = verdict.decide(sc, cand, base, cp, bp, ce, be, target, level, floors)
     rounds = sorted(set(cp) | set(bp))
     all_pairs = [_ratio(verdict.probe_rps(cp.get(r)), verdict.probe_rps(bp.get(r))) for r in rounds]
     eq_rounds = sorted(set(ce) | set(be))
@@ -139,7 +140,11 @@ def build_index(batch_dir, target=None, generated=None):
         target = m.get("target_ratio", 0.5)
     level = m.get("ci_level") or stats.CI_LEVEL
     runs = b.runs
-    comparisons = [comparison(b, g, c, target, level) for g in b.groups for c in g["comparisons"]]
+    first_host = next((r for r in runs if r.get("host")), {})
+    cal_path = calibration.path_for(os.path.dirname(os.path.abspath(batch_dir)), calibration.host_name(first_host))
+    cal = None if m.get("calibrate") else calibration.load(cal_path)
+    comparisons = [comparison(b, g, c, target, level, calibration.floors(cal, g["scenario"]))
+                   for g in b.groups for c in g["comparisons"]]
     mode = m.get("mode") or next((r["config"].get("mode") for r in runs if r.get("config")), None)
     selection = m.get("selection") or "default"
     required = batch.default_decides() if selection == "default" else ()
@@ -173,6 +178,11 @@ def build_index(batch_dir, target=None, generated=None):
                        "end": m.get("ended") or (max(ends) if ends else None)},
         "host": (first or {}).get("host"), "versions": (first or {}).get("versions"),
         "host_steal": host_steal(runs),
+        "noise_floor": calibration.summary_of(cal, cal_path),
+        "calibrate": bool(m.get("calibrate")),
+        "host_speed": {"canary_median_us": b.canary_median_us, "slow_share": canary.HOST_SLOW_SHARE,
+                       "method": canary.METHOD,
+                       "slow_runs": [r.get("run") for r in runs if (r.get("host_speed") or {}).get("slow")]},
         "loadgen_hosts": (first or {}).get("loadgen_hosts"),
         "config": None if first is None else {
             **{k: (first.get("config") or {}).get(k) for k in cfg_keys},
@@ -285,6 +295,24 @@ def topology_line(index):
     return "Topology: " + "; ".join(parts) + "." if parts else ""
 
 
+def noise_floor_line(index):
+    """The host's noise floor beside the verdict, in one line."""
+    nf = index.get("noise_floor") or {}
+    if index.get("calibrate"):
+        return ("Calibration batch (A/A: the baseline against itself under a second name): its pair ratios "
+                "are added to the host's noise floor, results/calibration/<host>.json.")
+    if not nf.get("file"):
+        return "Noise floor: " + (nf.get("note") or "not recorded (a batch written before issue 35)") + "."
+    parts = []
+    for sc, by in sorted((nf.get("scenarios") or {}).items()):
+        for basis, f in by.items():
+            parts.append(f"{sc} {verdict.BASIS_NAME.get(basis, basis)}: a pair +/-{num(f['pair_sd_pct'], 1)}% (sd)"
+                         + (f", a batch's centre +/-{num(f['centre_sd_pct'], 1)}%" if is_num(f.get('centre_sd_pct'))
+                            else "") + f" ({f['batches']} A/A batches, {f['pairs']} pairs)")
+    return (f"Noise floor of this host (A/A calibration, {nf['file']}): " + ("; ".join(parts) or "empty")
+            + ". The intervals include it (SPEC.md section 9).")
+
+
 def render_markdown(index):
     out = []
     w = out.append
@@ -299,6 +327,8 @@ def render_markdown(index):
         w("**Smoke run: checks the pipeline, too short to mean anything.** Its figures are not results.")
         w("")
     w(f"**{v['headline']}**")
+    w("")
+    w(noise_floor_line(index))
     w("")
     w(f"How to read it: each ratio is candidate / baseline with its {lvl} confidence interval over the valid "
       "interleaved pairs; PASS when the whole interval is at or above the target, FAIL when it is below, "
