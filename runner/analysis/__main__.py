@@ -37,6 +37,7 @@ USAGE = """usage: python3 -m analysis COMMAND ARGS   (with runner/ on PYTHONPATH
   canary [SERVER_CPUS [LOADGEN_CPUS]]
                                  the host's canary: a pipe round trip between a server CPU
                                  and a load generator CPU, median in us, as JSON
+  calibrate-def NAME DIR         write DIR/NAME-b.toml, server NAME under a second name
   calibrate-record BATCH_DIR     add an A/A batch's pair ratios to the host's noise floor
                                  (results/calibration/<host>.json, or $CALIBRATION); prints it
   rejudge BATCH_DIR              judge a batch by today's rules (also a kept batch that has
@@ -349,6 +350,13 @@ def main(argv):
             from . import canary
             a, b = canary.pick_cpus(*args)
             print(json.dumps({"cpus": [a, b], "us": canary.measure(a, b)}))
+        elif cmd == "calibrate-def" and len(args) == 2:
+            from . import calibration, servers as sv
+            try:
+                print(calibration.write_twin(args[0], args[1]))
+            except sv.DefinitionError as err:
+                print(f"analysis calibrate-def: {err}", file=sys.stderr)
+                return 2
         elif cmd == "calibrate-record" and len(args) == 1:
             from . import calibration
             path, _ = calibration.record(args[0])

@@ -113,3 +113,21 @@ def summary_of(doc, path):
                 "centre_sd_pct": None if cv is None else round(100 * cv ** 0.5, 2),
                 "batches": f["batches"], "pairs": f["pairs"], "bias_pct": round(100 * f["bias_log"], 2)}
     return {"file": path, "host": doc.get("host"), "scenarios": out}
+
+
+def write_twin(name, dest_dir):
+    """Writes DEST_DIR/NAME-b.toml, the definition of server NAME under a second name (the same
+    command, build and scenarios: an A/A comparison's candidate), and returns its name. Raises
+    servers.DefinitionError for an unknown NAME, OSError."""
+    from . import servers as sv
+    src = sv.get(sv.load_all(server_defs=os.environ.get("SERVER_DEFS")), name)
+    twin = f"{name}-b"
+    os.makedirs(dest_dir, exist_ok=True)
+    with open(src.path, encoding="utf-8") as fh:
+        text = fh.read()
+    path = os.path.join(dest_dir, f"{twin}.toml")
+    with open(path + ".tmp", "w", encoding="utf-8") as fh:
+        fh.write(f"# {twin}: {name} under a second name, for A/A calibration (./run_all.sh --calibrate);\n"
+                 f"# written from {src.path}: do not edit, it is rewritten each time.\n" + text)
+    os.replace(path + ".tmp", path)
+    return twin
