@@ -82,7 +82,8 @@ pairs, more equal-load rounds (-equal2, ...), while the batch fits its --budget
                      pair ratios are added to the host's noise floor, results/calibration/
                      <host>.json (CALIBRATION=FILE: another), which later batches' intervals
                      include (SPEC.md section 9). Run several, e.g. with --quick --repeats=6
-  --fail-on-verdict  exit 3 when the overall verdict is FAIL, 4 when it is INCONCLUSIVE
+  --fail-on-verdict  exit 3 when the overall verdict is FAIL, 4 when it is INCONCLUSIVE,
+                     6 when it is N/A or INCOMPLETE
   --sweep            latency under load (SPEC.md section 14): after the probes of a scenario
                      (no sustain after them, no equal load unless EQUAL_LOAD=1), every server
                      at the same constant rates, each step a fresh server: 10%, 20%, ... 120%
@@ -115,7 +116,7 @@ Environment: TARGET_RATIO ($TARGET_RATIO) SAT_RATIO ($SAT_RATIO) REPEATS MIN_VAL
   WRK_THREADS BEARER ACTOR_WORKERS GROUP_COMMIT LOADGEN_TICK LOADGEN_HOSTS SERVER_ADDR
   AGENT_CPUS SSH_OPTS ...).
 Exit status: 0 all runs completed (whatever the verdict), 1 a run failed, 2 usage,
-3 verdict FAIL and 4 verdict INCONCLUSIVE with --fail-on-verdict.
+3 verdict FAIL, 4 verdict INCONCLUSIVE and 6 verdict N/A or INCOMPLETE with --fail-on-verdict.
 USAGE
 }
 
@@ -690,6 +691,8 @@ if (( fail_on_verdict )); then
     case "$overall" in
         FAIL) exit 3 ;;
         INCONCLUSIVE) exit 4 ;;
+        PASS) ;;
+        *) exit 6 ;;   # N/A (nothing decided) or INCOMPLETE: not a pass either
     esac
 fi
 exit 0

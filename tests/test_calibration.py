@@ -7,15 +7,22 @@ headroom, the host-slow canary and the balanced order on fixture batches (tests/
 calibration); compare's verdicts, exit status and JUnit. Seeded and deterministic; runs no
 server.
 """
+import io
+import json
 import os
+import shutil
 import sys
+import tempfile
 import unittest
+import xml.etree.ElementTree as ET
+from contextlib import redirect_stdout
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "runner"))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
-from analysis import simulate, stats  # noqa: E402
+from analysis import batch, calibration, compare, matrix, rounds, rules, simulate, stats, summary  # noqa: E402
+from analysis.__main__ import _rounds_status  # noqa: E402
 import tap_unittest  # noqa: E402
 
 FIXTURES = os.path.join(ROOT, "tests", "fixtures", "calibration")
@@ -77,6 +84,128 @@ class Floor(unittest.TestCase):
         self.assertIsNotNone(ci["low"])
         self.assertLess(ci["low"], 1.1)
         self.assertGreater(ci["high"], 1.1)
+
+
+class FixtureBatch(unittest.TestCase):
+    """tests/fixtures/calibration/batch-35 (gen.py says what each round holds)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = os.path.join(FIXTURES, "batch-35")
+        cls.index = summary.build_index(cls.dir)
+        cls.comp = cls.index["comparisons"][0]
+
+    def excluded(self, rnd):
+        return [x["flag"] for e in self.comp["excluded_pairs"] if e["round"] == rnd for x in e["reasons"]]
+
+    def test_co_paced_probe_is_not_counted(self):
+        self.assertEqual(self.excluded(2), ["co-paced"])
+        # the rule before issue 35 counted it: the server was saturated, so loadgen-bound did not apply
+        run = batch.Batch(self.dir).probes("actor-mem", "s1")[2]
+        self.assertFalse(run["probe"]["validity"]["loadgen_bound"])
+
+    def test_headroom_rule_thresholds(self):
+        probe = {"loadgen_cpu_pct": 84.9, "loadgen_threads": [{"tid": 1, "cpu_pct": 84.9}]}
+        self.assertFalse(rules.co_paced(probe, 1))
+        self.assertTrue(rules.co_paced(dict(probe, loadgen_cpu_pct=85.0), 1))
+        self.assertTrue(rules.co_paced({"loadgen_cpu_pct": 120.0, "loadgen_threads": [
+            {"tid": 1, "cpu_pct": 90.0}, {"tid": 2, "cpu_pct": 30.0}]}, 2))
+        self.assertFalse(rules.co_paced({"loadgen_cpu_pct": 160.0, "loadgen_threads": [
+            {"tid": 1, "cpu_pct": 80.0}, {"tid": 2, "cpu_pct": 80.0}]}, 2))
+
+    def test_slow_host_run_is_flagged_and_re_run(self):
+        self.assertEqual(self.excluded(3), ["host slow"])
+        self.assertEqual(self.index["host_speed"]["slow_runs"], ["async-mem-s1-probe3"])
+        self.assertEqual(self.index["host_speed"]["canary_median_us"], 10.0)
+        status = _rounds_status(self.dir, "s1")
+        nxt = rounds.next_round(status, "probe", 3, 4)
+        self.assertIsNotNone(nxt)
+        self.assertEqual([a["round"] for a in nxt["answers"]], [3])  # the co-paced round earns none
+
+    def test_unbalanced_order_is_reported(self):
+        ob = self.comp["order_balance"]
+        self.assertEqual((ob["candidate_first"], ob["baseline_first"], ob["balanced"]), (2, 0, False))
+        self.assertTrue(any(r.startswith("order unbalanced") for r in self.comp["reasons"]))
+
+    def test_balanced_order_alternates_in_every_two_rounds(self):
+        for names in (["a", "b"], ["a", "b", "c"]):
+            orders = [matrix.round_order(7, "s1", "probe", r, names) for r in range(1, 7)]
+            rounds_doc = [{"scenario": "s1", "kind": "probe", "round": r + 1, "order": o} for r, o in enumerate(orders)]
+            for i in range(len(names)):
+                for j in range(len(names)):
+                    if i != j:
+                        ob = matrix.order_balance(rounds_doc, "s1", names[i], names[j])
+                        self.assertEqual(ob["candidate_first"], ob["baseline_first"], (names, orders))
+
+    def test_noise_floor_line_without_calibration(self):
+        self.assertIn("no A/A calibration", summary.noise_floor_line(self.index))
+
+
+class Calibrate(unittest.TestCase):
+    def test_record_and_use_the_floor(self):
+        tmp = tempfile.mkdtemp(prefix="test_calibration.")
+        try:
+            # the fixture batch as an A/A batch: record it twice under two names
+            for name in ("aa-1", "aa-2"):
+                shutil.copytree(os.path.join(FIXTURES, "batch-35"), os.path.join(tmp, name))
+                with open(os.path.join(tmp, name, "index.json"), "w", encoding="utf-8") as fh:
+                    json.dump(summary.build_index(os.path.join(tmp, name)), fh)
+                path, doc = calibration.record(os.path.join(tmp, name))
+            self.assertEqual(path, os.path.join(tmp, "calibration", "fixture-host.json"))
+            self.assertEqual(sorted(e["batch"] for e in doc["batches"]), ["aa-1", "aa-2"])
+            fl = doc["floor"]["s1"]["saturation_rps"]
+            self.assertEqual((fl["batches"], fl["pairs"]), (2, 4))
+            # a later batch of the host finds it: its interval says so
+            index = summary.build_index(os.path.join(tmp, "aa-1"))
+            self.assertEqual(index["noise_floor"]["file"], path)
+            self.assertTrue(index["comparisons"][0]["ci_calibrated"])
+            self.assertIn("Noise floor of this host", summary.noise_floor_line(index))
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+class Compare(unittest.TestCase):
+    def run_compare(self, *args):
+        buf = io.StringIO()
+        with redirect_stdout(buf):
+            rc = compare.main(["compare"] + list(args))
+        return rc, buf.getvalue()
+
+    def test_regression_beyond_the_interval_exits_5(self):
+        rc, out = self.run_compare(os.path.join(FIXTURES, "cmp-a"), os.path.join(FIXTURES, "cmp-worse"))
+        self.assertEqual(rc, compare.EXIT_REGRESSED)
+        self.assertIn("s1 actor-mem/async-mem on saturation req/s: A 1.000 (0.950-1.050), B 0.800 (0.760-0.840): "
+                      "REGRESSED", out)
+
+    def test_change_within_the_interval_is_within_noise(self):
+        rc, out = self.run_compare("--format=json", os.path.join(FIXTURES, "cmp-a"), os.path.join(FIXTURES, "cmp-within"))
+        self.assertEqual(rc, 0)
+        doc = json.loads(out)
+        self.assertEqual([c["verdict"] for c in doc["comparisons"]], ["WITHIN NOISE", "WITHIN NOISE"])
+        self.assertLess(doc["comparisons"][0]["low"], 1.0)
+
+    def test_junit_one_testcase_per_comparison(self):
+        rc, out = self.run_compare("--format=junit", os.path.join(FIXTURES, "cmp-a"), os.path.join(FIXTURES, "cmp-worse"))
+        self.assertEqual(rc, compare.EXIT_REGRESSED)
+        root = ET.fromstring(out)
+        cases = root.findall("./testsuite/testcase")
+        self.assertEqual(len(cases), 2)
+        self.assertEqual([c.get("classname") for c in cases], ["s1", "s2"])
+        self.assertEqual(cases[0].find("failure").get("type"), "REGRESSED")
+        self.assertIsNone(cases[1].find("failure"))
+        self.assertEqual(root.find("testsuite").get("failures"), "1")
+
+    def test_fail_on_verdict_fails_on_n_a(self):
+        old = os.path.join(ROOT, "tests", "fixtures", "report", "A")  # no comparisons recorded: N/A
+        rc, _ = self.run_compare(old, os.path.join(FIXTURES, "cmp-a"))
+        self.assertEqual(rc, 0)
+        rc, out = self.run_compare("--fail-on-verdict", "--format=junit", old, os.path.join(FIXTURES, "cmp-a"))
+        self.assertEqual(rc, compare.EXIT_VERDICT)
+        self.assertIn('type="N/A"', out)
+
+    def test_bad_format_is_usage(self):
+        rc, _ = self.run_compare("--format=xml", os.path.join(FIXTURES, "cmp-a"), os.path.join(FIXTURES, "cmp-worse"))
+        self.assertEqual(rc, 2)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ import datetime
 import json
 import os
 
-from . import batch, calibration, canary, rules, scaling, stats, sweep, threads, verdict
+from . import batch, calibration, canary, matrix, rules, scaling, stats, sweep, threads, verdict
 from .fmt import LOADGEN_MARK, STATIONARY_MARK, known, num, pct, plural, with_unit
 from .rules import is_num
 
@@ -60,6 +60,15 @@ def comparison(b, group, comp, target, level, floors=None):
     cp, bp = b.probes(cand, sc), b.probes(base, sc)
     ce, be = b.equal(cand, sc), b.equal(base, sc)
     d = verdict.decide(sc, cand, base, cp, bp, ce, be, target, level, floors)
+    # the order of the counted pairs (matrix.round_order balances it; a batch with a drawn order may not be)
+    used = set(d.get("pair_rounds") or []) or None
+    ob = matrix.order_balance(b.matrix.get("rounds"), sc, cand, base,
+                              "equal" if d.get("basis") == "req_per_cpu_sec" else "probe", used)
+    d["order_balance"] = ob
+    if ob["balanced"] is False:
+        d["reasons"] = list(d.get("reasons") or []) + [
+            f"order unbalanced: {cand} ran first in {ob['candidate_first']} of the {ob['rounds']} counted rounds "
+            "(a host that drifts within a round reads as a difference between the servers)"]
     rounds = sorted(set(cp) | set(bp))
     all_pairs = [_ratio(verdict.probe_rps(cp.get(r)), verdict.probe_rps(bp.get(r))) for r in rounds]
     eq_rounds = sorted(set(ce) | set(be))
@@ -353,7 +362,7 @@ def render_markdown(index):
          f"{cfg.get('agent_cpus') or 'all'}; start skew <= {cfg.get('max_start_skew_ms')} ms), ")
       + f"{cfg.get('wrk_conns') or '?'} connections, probe {known(cfg.get('probe_warmup_sec'))}+"
       f"{known(cfg.get('probe_sec'))} s closed loop x {index.get('repeats') or 1} rounds (each round every server "
-      f"once, interleaved{', order shuffled with seed ' + str(index['seed']) if index.get('seed') is not None else ''}), "
+      f"once, interleaved{', order balanced (ABBA) from seed ' + str(index['seed']) if index.get('seed') is not None else ''}), "
       f"sustain {known(cfg.get('warmup_sec'))}+{known(cfg.get('measure_sec'))} s at SAT_RATIO "
       f"{known(index.get('sat_ratio'))} x saturation, equal load {known(elc.get('warmup_sec'))}+"
       f"{known(elc.get('measure_sec'))} s, POST commits: "

@@ -52,7 +52,7 @@ def pairs_of(cand_runs, base_runs, problems_of, value_of, zero_ok):
 def _figure(used, excluded, level, floor=None):
     ratios = [r for _, r, _, _ in used]
     ci = stats.calibrated_interval(ratios, floor, level)
-    return {"ci_method": ci["method"], "ci_note": ci["note"], "ci_pooled": ci["pooled"],
+    return {"ci_method": ci["method"], "ci_note": ci["note"], "ci_pooled": ci["pooled"], "ci_df": ci["df"],
             "pairs_total": len(used) + len(excluded), "pairs_used": len(used),
             "pair_rounds": [rnd for rnd, _, _, _ in used], "pair_ratios": [round3(r) for r in ratios],
             "ratio_exact": ci["center"], "ci_low_exact": ci["low"], "ci_high_exact": ci["high"],
@@ -215,7 +215,8 @@ def decide(scenario, candidate, baseline, cand_probes, base_probes, cand_equal, 
                 "ci_high": fig["ci_high"], "pair_ratios": fig["pair_ratios"], "pair_rounds": fig["pair_rounds"],
                 "ratio_min": fig["ratio_min"], "ratio_max": fig["ratio_max"], "pairs_used": fig["pairs_used"],
                 "pairs_total": fig["pairs_total"], "excluded_pairs": fig["excluded"],
-                "ci_method": fig["ci_method"], "ci_note": fig["ci_note"], "ci_calibrated": fig["ci_pooled"] is not None})
+                "ci_method": fig["ci_method"], "ci_note": fig["ci_note"], "ci_df": fig["ci_df"],
+                "ci_calibrated": fig["ci_pooled"] is not None})
     if basis == "saturation_rps":
         out["saturated_by"] = saturated_by(cand_probes, base_probes, fig["pair_rounds"])
     lo, hi = fig["ci_low_exact"], fig["ci_high_exact"]
