@@ -374,8 +374,9 @@ def render_markdown(index):
     w("")
     w("## Verdict by comparison")
     w("")
-    w(f"| scenario | candidate / baseline | compared on | ratio | {lvl} CI | valid pairs | verdict | why |")
-    w("| --- | --- | --- | ---: | --- | ---: | --- | --- |")
+    w(f"| scenario | candidate / baseline | compared on | candidate, median of the counted pairs | baseline, median of "
+      f"the counted pairs | ratio | {lvl} CI | valid pairs | verdict | why |")
+    w("| --- | --- | --- | ---: | ---: | ---: | --- | ---: | --- | --- |")
     for c in index["comparisons"]:
         why = "; ".join(c.get("errors") or c.get("reasons") or ([c["basis_reason"]] if c.get("basis_reason") else [])) \
             or "all pairs valid"
@@ -387,16 +388,18 @@ def render_markdown(index):
         if c.get("remedies") and c["verdict"] != "PASS":
             why += ". Remedy: " + "; ".join(c["remedies"])
         w(f"| {c['scenario']} | {c['candidate']} / {c['baseline']} | "
-          f"{verdict.BASIS_NAME.get(c.get('basis'), 'none')} | {num(c.get('ratio'), 3)} | {ci_words(c)} | "
+          f"{verdict.BASIS_NAME.get(c.get('basis'), 'none')} | {num(c.get('candidate_value'))} | "
+          f"{num(c.get('baseline_value'))} | {num(c.get('ratio'), 3)} | {ci_words(c)} | "
           f"{c['pairs_used']} of {c['pairs_total']} | {c['verdict']}{'' if c['decides'] else ' (info)'} | {why} |")
     w("")
     w(f"\"(info)\": reported, not part of the overall verdict. The ratio is the geometric mean of the valid pairs' "
-      f"ratios, the centre of the interval ({stats.METHOD}); an interval needs at least "
+      f"ratios, the centre of the interval ({(index['comparisons'][0].get('ci_method') if index['comparisons'] else None) or stats.METHOD}); an interval needs at least "
       f"{verdict.MIN_PAIRS} valid pairs.")
     w("")
     w("## Saturation probes (closed loop, every server once per round, interleaved)")
     w("")
-    w(f"| scenario | candidate / baseline | candidate req/s (median) | baseline req/s (median) | ratio of valid "
+    w(f"| scenario | candidate / baseline | candidate req/s, median of all its probes | baseline req/s, median of all "
+      f"its probes | ratio of valid "
       f"pairs (verdict's) | {lvl} CI | valid pair ratios | median ratio of all pairs, valid or not | noise "
       "candidate | noise baseline | pairs left out |")
     w("| --- | --- | ---: | ---: | ---: | --- | --- | ---: | ---: | ---: | --- |")
