@@ -231,7 +231,7 @@ def build_html(index, page, plots):
 
     # ---- throughput
     w('<h2 id="throughput">Throughput</h2>')
-    w('<p class="note">Closed-loop saturation throughput of each server (the median of all its probes, valid or not; the verdict's table above gives the median over the counted pairs). The dashed '
+    w('<p class="note">Closed-loop saturation throughput of each server (the median of all its probes, valid or not; the verdict table above gives the median over the counted pairs). The dashed '
       'mark over each candidate bar is target ratio x baseline. Right: the verdict\'s ratio with its confidence '
       'interval (on the figure the verdict used: saturation req/s, or req/CPU-s at equal load when too few probe '
       'pairs were valid).</p>')
