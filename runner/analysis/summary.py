@@ -354,7 +354,7 @@ def render_markdown(index):
       f"sqlite {ver.get('sqlite') or '?'}, ck {ver.get('ck') or '?'}, jansson {ver.get('jansson') or '?'}; commit {commit}.")
     elc = index.get("equal_load_config") or {}
     gc = cfg.get("group_commit")
-    w(f"Configuration: server CPUs {cfg.get('server_cpus') or '?'} (server threads: {cfg.get('server_threads') or '?'}"
+    w(f"Configuration: server CPUs {cfg.get('server_cpus') or '?'} (server threads, the {{threads}} each server is given: {cfg.get('server_threads') or '?'}"
       f"{'' if cfg.get('actor_workers') is None else ', actor workers: ' + str(cfg.get('actor_workers'))}), "
       + (f"loadgen CPUs {cfg.get('loadgen_cpus') or '?'} (loadgen threads: {cfg.get('wrk_threads') or '?'}), "
          if not cfg.get("loadgen_hosts") else
