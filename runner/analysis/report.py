@@ -277,7 +277,7 @@ def build_html(index, page, plots):
     # ---- league
     for li, lg in enumerate(index.get("league") or []):
         w(f'<h2 id="league-{li}">League: {esc(lg.get("scenario"))}, against {esc(lg.get("baseline"))}</h2>')
-        w("<table><tr><th>server</th><th>saturation req/s (median)</th><th>req/CPU-s at equal load</th>"
+        w("<table><tr><th>server</th><th>saturation req/s, median of all its probes</th><th>req/CPU-s at equal load</th>"
           f"<th>p99 at equal load</th><th>ratio to the baseline</th><th>{esc(lvl)} CI</th><th>compared on</th>"
           "<th>verdict</th></tr>")
         for ri, row in enumerate(lg.get("rows") or []):

@@ -477,7 +477,7 @@ def render_markdown(index):
             w("")
             w(f"## League: {lg['scenario']}, against {lg['baseline']}")
             w("")
-            w(f"| server | saturation req/s (median) | req/CPU-s at equal load | p99 at equal load | ratio to "
+            w(f"| server | saturation req/s, median of all its probes | req/CPU-s at equal load | p99 at equal load | ratio to "
               f"{lg['baseline']} | {lvl} CI | compared on | verdict |")
             w("| --- | ---: | ---: | ---: | ---: | --- | --- | --- |")
             for row in lg["rows"]:
