@@ -141,6 +141,43 @@ class FixtureBatch(unittest.TestCase):
         self.assertIn("no A/A calibration", summary.noise_floor_line(self.index))
 
 
+class CommandLine(unittest.TestCase):
+    def run_main(self, *args):
+        from analysis.__main__ import main
+        buf = io.StringIO()
+        with redirect_stdout(buf):
+            rc = main(["analysis"] + list(args))
+        return rc, buf.getvalue().strip()
+
+    def test_round_order_is_run_all_s_abba(self):
+        outs = [self.run_main("round-order", "42", "s1", "probe", str(r), "actor-mem", "async-mem")[1]
+                for r in range(1, 5)]
+        self.assertEqual(outs[0], outs[3])
+        self.assertEqual(outs[1], outs[2])
+        self.assertEqual(outs[0].split()[::-1], outs[1].split())
+
+    def test_canary_measures_a_round_trip(self):
+        rc, out = self.run_main("canary")
+        self.assertEqual(rc, 0)
+        doc = json.loads(out)
+        self.assertTrue(0 < doc["us"] < 100000, doc)
+        self.assertEqual(len(doc["cpus"]), 2)
+
+    def test_calibrate_def_writes_a_twin(self):
+        tmp = tempfile.mkdtemp(prefix="test_calibration.")
+        try:
+            rc, out = self.run_main("calibrate-def", "async-mem", tmp)
+            self.assertEqual((rc, out), (0, "async-mem-b"))
+            from analysis import servers as sv
+            twin = sv.load_file(os.path.join(tmp, "async-mem-b.toml"))
+            orig = sv.get(sv.load_all(), "async-mem")
+            self.assertEqual((twin.command, twin.scenarios, twin.build), (orig.command, orig.scenarios, orig.build))
+            rc, _ = self.run_main("calibrate-def", "no-such-server", tmp)
+            self.assertEqual(rc, 2)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
 class Calibrate(unittest.TestCase):
     def test_record_and_use_the_floor(self):
         tmp = tempfile.mkdtemp(prefix="test_calibration.")
