@@ -195,15 +195,8 @@ fi
 # is checked further or created, install what runs need when missing (python3, jq, ...).
 "$ROOT/scripts/deps.sh" run
 if (( calibrate )); then
-    # A/A: the baseline against itself under a second name (SPEC.md section 9, "The noise floor")
     (( ${#opt_pairs[@]} == 0 && ! have_pairs_file && ! have_servers && ! have_baseline && ! sweep )) ||
         usage_error "--calibrate runs CALIBRATE_BASELINE against a copy of itself: it excludes --pair, --pairs, --servers, --baseline and --sweep"
-    cal_defs="$RESULTS_DIR/calibration/defs"
-    cal_twin=$(analysis calibrate-def "$CALIBRATE_BASELINE" "$cal_defs") ||
-        usage_error "--calibrate: no definition of CALIBRATE_BASELINE '$CALIBRATE_BASELINE'"
-    export SERVER_DEFS="$cal_defs${SERVER_DEFS:+:$SERVER_DEFS}"
-    opt_pairs=("$cal_twin,$CALIBRATE_BASELINE")
-    (( have_scenarios )) || opt_scenarios=s1,s2 have_scenarios=1
 fi
 if [[ ! "$TARGET_RATIO" =~ ^([0-9]+(\.[0-9]*)?|\.[0-9]+)$ ]] || ! awk -v r="$TARGET_RATIO" 'BEGIN { exit !(r > 0) }'; then
     usage_error "TARGET_RATIO must be a decimal number > 0, got '$TARGET_RATIO'"
@@ -261,6 +254,15 @@ if (( sweep )); then
     fi
 fi
 
+if (( calibrate )); then
+    # A/A: the baseline against itself under a second name (SPEC.md section 9, "The noise floor")
+    cal_defs="$RESULTS_DIR/calibration/defs"
+    cal_twin=$(analysis calibrate-def "$CALIBRATE_BASELINE" "$cal_defs") ||
+        usage_error "--calibrate: no definition of CALIBRATE_BASELINE '$CALIBRATE_BASELINE'"
+    export SERVER_DEFS="$cal_defs${SERVER_DEFS:+:$SERVER_DEFS}"
+    opt_pairs=("$cal_twin,$CALIBRATE_BASELINE")
+    (( have_scenarios )) || opt_scenarios=s1,s2 have_scenarios=1
+fi
 # The matrix (runner/analysis/matrix.py): per scenario a group of servers and its comparisons.
 matrix_args=()
 for p in "${opt_pairs[@]}"; do matrix_args+=("--pair=$p"); done
