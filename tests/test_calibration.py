@@ -190,7 +190,7 @@ class Calibrate(unittest.TestCase):
                 path, doc = calibration.record(os.path.join(tmp, name))
             self.assertEqual(path, os.path.join(tmp, "calibration", "fixture-host.json"))
             self.assertEqual(sorted(e["batch"] for e in doc["batches"]), ["aa-1", "aa-2"])
-            fl = doc["floor"]["s1"]["saturation_rps"]
+            fl = doc["floor"]["quick"]["s1"]["saturation_rps"]
             self.assertEqual((fl["batches"], fl["pairs"]), (2, 4))
             # a later batch of the host finds it: its interval says so
             index = summary.build_index(os.path.join(tmp, "aa-1"))

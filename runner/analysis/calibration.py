@@ -36,18 +36,21 @@ def load(path):
     return doc
 
 
-def floors(doc, scenario):
-    """{basis: floor} of SCENARIO in the calibration DOC (None: {})."""
-    return {k: v for k, v in ((doc or {}).get("floor") or {}).get(scenario, {}).items() if v}
+def floors(doc, scenario, mode):
+    """{basis: floor} of SCENARIO from the A/A batches of MODE (smoke, quick, full: windows of
+    another length have another noise) in the calibration DOC (None: {})."""
+    by_mode = ((doc or {}).get("floor") or {}).get(mode or "full") or {}
+    return {k: v for k, v in by_mode.get(scenario, {}).items() if v}
 
 
 def _recompute(doc):
     out = {}
     for entry in doc["batches"]:
         for basis, ratios in (entry.get("pair_ratios") or {}).items():
-            out.setdefault(entry["scenario"], {}).setdefault(basis, []).append(ratios)
-    doc["floor"] = {sc: {basis: stats.floor_from_batches(lists) for basis, lists in by.items()}
-                    for sc, by in out.items()}
+            out.setdefault(entry.get("mode") or "full", {}).setdefault(entry["scenario"], {}) \
+                .setdefault(basis, []).append(ratios)
+    doc["floor"] = {mode: {sc: {basis: stats.floor_from_batches(lists) for basis, lists in by.items()}
+                           for sc, by in scs.items()} for mode, scs in out.items()}
     return doc
 
 
@@ -95,15 +98,18 @@ def record(batch_dir, path=None):
     return path, doc
 
 
-def summary_of(doc, path):
-    """index.json's noise_floor: {file, host, scenarios: {sc: {basis: {pair_sd_pct, centre_sd_pct
-    (a batch centre's sd across A/A batches, null with one batch), batches, pairs, bias_pct}}}},
-    or {file: null, note} when the host has no calibration."""
-    if not doc:
-        return {"file": None, "note": "no A/A calibration for this host (./run_all.sh --calibrate): "
+def summary_of(doc, path, mode):
+    """index.json's noise_floor: {file, host, mode, scenarios: {sc: {basis: {pair_sd_pct,
+    centre_sd_pct (a batch centre's sd across A/A batches, null with one batch), batches,
+    pairs, bias_pct}}}} from the A/A batches of MODE, or {file: null, note} when the host has
+    none of that mode."""
+    by_mode = ((doc or {}).get("floor") or {}).get(mode or "full")
+    if not by_mode:
+        return {"file": None, "note": f"no A/A calibration of {mode or 'full'} batches for this host "
+                f"(./run_all.sh --calibrate{'' if mode in (None, 'full') else ' --' + mode}): "
                 "the intervals see only this batch's pairs"}
     out = {}
-    for sc, by in (doc.get("floor") or {}).items():
+    for sc, by in by_mode.items():
         for basis, f in by.items():
             if not f:
                 continue
@@ -112,7 +118,7 @@ def summary_of(doc, path):
                 "pair_sd_pct": round(100 * f["sd_log"], 2), "df": f["df"],
                 "centre_sd_pct": None if cv is None else round(100 * cv ** 0.5, 2),
                 "batches": f["batches"], "pairs": f["pairs"], "bias_pct": round(100 * f["bias_log"], 2)}
-    return {"file": path, "host": doc.get("host"), "scenarios": out}
+    return {"file": path, "host": doc.get("host"), "mode": mode or "full", "scenarios": out}
 
 
 def write_twin(name, dest_dir):

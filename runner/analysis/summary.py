@@ -152,9 +152,9 @@ def build_index(batch_dir, target=None, generated=None):
     first_host = next((r for r in runs if r.get("host")), {})
     cal_path = calibration.path_for(os.path.dirname(os.path.abspath(batch_dir)), calibration.host_name(first_host))
     cal = None if m.get("calibrate") else calibration.load(cal_path)
-    comparisons = [comparison(b, g, c, target, level, calibration.floors(cal, g["scenario"]))
-                   for g in b.groups for c in g["comparisons"]]
     mode = m.get("mode") or next((r["config"].get("mode") for r in runs if r.get("config")), None)
+    comparisons = [comparison(b, g, c, target, level, calibration.floors(cal, g["scenario"], mode))
+                   for g in b.groups for c in g["comparisons"]]
     selection = m.get("selection") or "default"
     required = batch.default_decides() if selection == "default" else ()
     v = verdict.overall(comparisons, target, smoke=(mode == "smoke"), required=required)
@@ -187,7 +187,7 @@ def build_index(batch_dir, target=None, generated=None):
                        "end": m.get("ended") or (max(ends) if ends else None)},
         "host": (first or {}).get("host"), "versions": (first or {}).get("versions"),
         "host_steal": host_steal(runs),
-        "noise_floor": calibration.summary_of(cal, cal_path),
+        "noise_floor": calibration.summary_of(cal, cal_path, mode),
         "calibrate": bool(m.get("calibrate")),
         "host_speed": {"canary_median_us": b.canary_median_us, "slow_share": canary.HOST_SLOW_SHARE,
                        "method": canary.METHOD,
@@ -318,7 +318,7 @@ def noise_floor_line(index):
             parts.append(f"{sc} {verdict.BASIS_NAME.get(basis, basis)}: a pair +/-{num(f['pair_sd_pct'], 1)}% (sd)"
                          + (f", a batch's centre +/-{num(f['centre_sd_pct'], 1)}%" if is_num(f.get('centre_sd_pct'))
                             else "") + f" ({f['batches']} A/A batches, {f['pairs']} pairs)")
-    return (f"Noise floor of this host (A/A calibration, {nf['file']}): " + ("; ".join(parts) or "empty")
+    return (f"Noise floor of this host ({nf.get('mode')} A/A batches, {nf['file']}): " + ("; ".join(parts) or "empty")
             + ". The intervals include it (SPEC.md section 9).")
 
 
