@@ -584,7 +584,7 @@ if (( EQUAL_LOAD == 1 )); then
 fi
 n_total=$(( ${#runs[@]} * repeats + n_eq + n_scaling ))
 rerun_rounds=0 rerun_runs=0
-log_info "batch $BATCH ($mode): ${#runs[@]} servers x scenarios, $repeats round(s) each in a random order (seed $seed), + $n_eq equal-load runs = $n_total runs$( (( sweep )) && echo ", + ${#runs[@]} sweeps of $n_steps steps") -> $batch_dir"
+log_info "batch $BATCH ($mode): ${#runs[@]} servers x scenarios, $repeats round(s) each in a balanced order (ABBA, seed $seed), + $n_eq equal-load runs = $n_total runs$( (( sweep )) && echo ", + ${#runs[@]} sweeps of $n_steps steps") -> $batch_dir"
 log_info "estimate: about $(( (estimate_s + 59) / 60 )) min ($estimate_s s: runs of their windows + ${overhead_s} s each$( (( sweep )) && echo ", sweep steps of ${sweep_warm}+${sweep_meas} s + ${SWEEP_STEP_OVERHEAD_S} s each"), ${FINAL_S} s for the summary and report); budget $budget_s s$( (( budget_default )) && echo " (the estimate and a third more)"): re-runs of disturbed rounds (up to $MIN_VALID_PAIRS valid pairs) only while the batch fits it"
 [[ "$mode" != smoke ]] || log_info "smoke run: checks the pipeline, too short to mean anything"
 failed=0
