@@ -25,15 +25,23 @@ def _materialize(batch_dir, dest):
                                         "target_ratio", "ci_level", "min_valid_pairs", "sat_ratio")}
     matrix["started"], matrix["ended"] = (index.get("timestamps") or {}).get("start"), \
         (index.get("timestamps") or {}).get("end")
+    # the plan's facts that index.json keeps outside its runs (summary.build_index reads them back)
+    elc = index.get("equal_load_config") or {}
+    matrix.update({"reruns": index.get("reruns") or [], "calibrate": bool(index.get("calibrate")),
+                   "equal_load_warmup_sec": elc.get("warmup_sec"), "equal_load_measure_sec": elc.get("measure_sec")})
     with open(os.path.join(dest, "matrix.json"), "w", encoding="utf-8") as fh:
         json.dump(matrix, fh)
+
+
+def has_run_folders(batch_dir):
+    """True when BATCH_DIR still has a run folder (<run>/result.json); false for a kept batch."""
+    return any(os.path.exists(os.path.join(batch_dir, d, "result.json")) for d in os.listdir(batch_dir))
 
 
 def index_of(batch_dir):
     """index.json's document of BATCH_DIR by today's rules (from its run folders when it has
     them, else from its kept index.json)."""
-    has_runs = any(os.path.exists(os.path.join(batch_dir, d, "result.json")) for d in os.listdir(batch_dir))
-    if has_runs:
+    if has_run_folders(batch_dir):
         return summary.build_index(batch_dir)
     tmp = tempfile.mkdtemp(prefix="rejudge.")
     try:
