@@ -18,6 +18,12 @@ USAGE = """usage: python3 -m analysis COMMAND ARGS   (with runner/ on PYTHONPATH
   result-line RUN_DIR            the run's one-line result (runner.sh's last line on stdout)
   summarize BATCH_DIR [TARGET]   write BATCH_DIR/index.json and summary.md
   report BATCH_DIR WORK OUT      render report.html (runner/report.sh is the wrapper)
+  render BATCH_DIR WORK [--out=DIR] [--html=FILE] [--rejudge]
+                                 render report.html, and summary.md of a kept batch (no run
+                                 folders), from index.json alone into DIR (default BATCH_DIR);
+                                 --rejudge: by today's rules, index.json written too
+                                 (rerender.py; runner/report.sh is the wrapper); exit 2 when
+                                 BATCH_DIR has no index.json
   compare A_DIR B_DIR            compare two batches (runner/compare.sh is the wrapper)
   equal-rate BATCH_DIR SCENARIO SAT_RATIO
                                  the equal-load rate: SAT_RATIO x the slowest server's
@@ -267,6 +273,32 @@ def _cpu_plan(args):
     return 0
 
 
+def _render(args):
+    """analysis render BATCH_DIR WORK [--out=DIR] [--html=FILE] [--rejudge]: 0 written, 1 a
+    rendering failed, 2 usage or no index.json."""
+    from . import rerender
+    opts = {"out_dir": None, "html_path": None, "rejudged": False}
+    for a in args[2:]:
+        key, eq, val = a.partition("=")
+        if a == "--rejudge":
+            opts["rejudged"] = True
+        elif eq and val and key in ("--out", "--html"):
+            opts["out_dir" if key == "--out" else "html_path"] = val
+        else:
+            print(f"analysis render: unknown argument '{a}'", file=sys.stderr)
+            return 2
+    try:
+        for path in rerender.write(args[0], args[1], **opts):
+            print(f"wrote {path}", file=sys.stderr)
+    except rerender.NotABatch as err:
+        print(f"analysis render: {err}", file=sys.stderr)
+        return 2
+    except RuntimeError as err:
+        print(f"analysis render: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def main(argv):
     if len(argv) < 2 or argv[1] in ("-h", "--help"):
         print(USAGE)
@@ -296,6 +328,8 @@ def main(argv):
         elif cmd == "report" and len(args) == 3:
             from . import report
             return report.main([argv[0]] + args)
+        elif cmd == "render" and len(args) >= 2:
+            return _render(args)
         elif cmd == "compare":
             from . import compare
             return compare.main([argv[0]] + args)

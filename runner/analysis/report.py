@@ -38,9 +38,11 @@ def _ms(v):
     return v / 1000 if rules.is_num(v) else None
 
 
-def render(batch_dir, work):
-    with open(os.path.join(batch_dir, "index.json"), encoding="utf-8") as fh:
-        index = json.load(fh, parse_constant=rules.json_null_constant)
+def render(batch_dir, work, index=None):
+    """The page of BATCH_DIR (INDEX, else its index.json); plots' files go to WORK."""
+    if index is None:
+        with open(os.path.join(batch_dir, "index.json"), encoding="utf-8") as fh:
+            index = json.load(fh, parse_constant=rules.json_null_constant)
     page = Page(index)
     svgs = Svgs()
     comps = index.get("comparisons") or []
