@@ -4,8 +4,8 @@ folders) can be rendered again; runner/report.sh is the command. By default the 
 the tables show the judgement index.json records; --rejudge first judges the batch by
 today's rules (rejudge.index_of: from its run folders, or from the runs index.json holds)
 and writes that index.json beside them, so the three files always agree. A kept batch's
-index.json of another schema than today's is re-judged the same way (its runs are today's
-input); one without its runs cannot be, and says so.
+index.json of another schema than today's needs --rejudge (its runs are today's input);
+one without its runs cannot be rendered, and says what is missing.
 Invariant: summary.md and report.html are written from the same index document, and a
 batch folder is written to only when it is the output.
 """
@@ -37,18 +37,22 @@ def load_index(batch_dir):
 
 def index_for(batch_dir, rejudged=False):
     """(index, how) of BATCH_DIR to render: its index.json as recorded ('recorded'), or, when
-    REJUDGED or a kept batch's schema is not today's, judged by today's rules ('rejudged'; a
-    batch with run folders is re-summarized by runner/summarize.sh). ValueError naming what is
-    missing when an older kept index.json holds no runs to re-judge."""
+    REJUDGED, judged by today's rules ('rejudged'). ValueError saying what to do when a kept
+    batch's index.json is of another schema than today's and not REJUDGED (today's renderers
+    read today's schema; a batch with run folders is re-summarized by runner/summarize.sh),
+    and naming what is missing when it holds no runs to re-judge."""
     doc = load_index(batch_dir)
     has_runs = rejudge.has_run_folders(batch_dir)
-    if not rejudged and (doc.get("schema") == summary.SCHEMA or has_runs):
-        return doc, "recorded"
-    if not has_runs and not any(doc.get(k) for k in RUN_LISTS):
-        raise ValueError(f"{batch_dir}/index.json (schema {doc.get('schema')}, today's {summary.SCHEMA}) holds "
-                         f"no runs ({', '.join(RUN_LISTS)} missing or empty): it cannot be re-judged or rendered "
-                         "by today's code")
-    return rejudge.index_of(batch_dir), "rejudged"
+    where = f"{batch_dir}/index.json (schema {doc.get('schema')}, today's {summary.SCHEMA})"
+    if not has_runs and not any(doc.get(k) for k in RUN_LISTS) and (rejudged or doc.get("schema") != summary.SCHEMA):
+        raise ValueError(f"{where} holds no runs ({', '.join(RUN_LISTS)} missing or empty): it cannot be "
+                         "re-judged or rendered by today's code")
+    if rejudged:
+        return rejudge.index_of(batch_dir), "rejudged"
+    if doc.get("schema") != summary.SCHEMA and not has_runs:
+        raise ValueError(f"{where} is not today's schema: render it with --rejudge (today's rules, from the "
+                         "runs it holds; index.json is written too)")
+    return doc, "recorded"
 
 
 def _write_text(path, text):
