@@ -100,8 +100,8 @@ is "ref-1's folder is unchanged" "$(listing "$REF")" "$before"
 
 ok "report.sh --rejudge --out judges ref-1 by today's rules" \
     "$ROOT/runner/report.sh" --rejudge --out="$TMP/ref-1j" "$REF"
-is "... and writes index.json beside summary.md and report.html" "$(cd "$TMP/ref-1j" && ls | tr '\n' ' ')" \
-    "index.json report.html summary.md "
+is "... and writes index.json beside summary.md and report.html" "$(cd "$TMP/ref-1j" && echo *)" \
+    "index.json report.html summary.md"
 check_render "ref-1 re-judged" "$TMP/ref-1j" "$TMP/ref-1j/index.json"
 is "ref-1 re-judged: INCONCLUSIVE by today's rules (results/README.md), PASS as recorded" \
     "$(jq -r .verdict.overall "$TMP/ref-1j/index.json") $(jq -r .verdict.overall "$REF/index.json")" "INCONCLUSIVE PASS"
