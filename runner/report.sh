@@ -22,14 +22,15 @@ Writes results/<batch>/report.html from results/<batch>/index.json (runner/summa
 writes it) and every run's histogram.txt: the verdict banner, throughput and the verdict
 ratio against TARGET_RATIO, each scenario's latency percentile spectrum (own load and equal
 load), requests per server CPU-second, handler p99 beside client p99, host and configuration.
-A kept batch (index.json without its run folders, as results/ref-1) gets summary.md and
+A kept batch (index.json without its runs' result.json, as results/ref-1) gets summary.md and
 report.html rendered from index.json alone by today's code (no latency spectrum plots: the
 histograms are not kept; every figure is in the tables).
   --out=DIR   write into DIR (created) instead of the batch folder
   --rejudge   judge the batch by today's rules first (from its run folders, or from the runs
               index.json holds) and write that index.json, summary.md and report.html
 Environment: GNUPLOT ($GNUPLOT), PYTHON ($PYTHON), REPORT_OUT (the report.html file).
-Exit status: 0 written, 1 rendering failed, 2 usage (no such batch or no index.json).
+Exit status: 0 written, 1 rendering failed (also: a kept index.json of an older schema
+without --rejudge, or one that holds no runs), 2 usage (no such batch or no index.json).
 USAGE
 }
 
