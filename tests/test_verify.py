@@ -2,8 +2,10 @@
 """test_verify.py: unit tests of runner/analysis/verify.py (TAP): the mix files parse into the
 request kinds CONTRACT.md names; against tests/helpers/contract_server.py, a server that keeps
 the contract passes every case of s1, s2 and s3, and each deliberate breach (--lie) fails
-exactly the cases that check it, named in words; a server that does not answer fails every
-case within the budget. Loopback only, a free port per server; a few seconds in all.
+exactly the cases that check it, named in words; one that sends 1xx interim responses (103
+before every answer, 100 Continue before a body) passes, one that sends an unasked-for 101
+fails; a server that does not answer fails every case within the budget. Loopback only, a
+free port per server; a few seconds in all.
 """
 import os
 import re
@@ -28,9 +30,9 @@ SEED = 10000
 class Helper:
     """tests/helpers/contract_server.py on a free port, with one --lie."""
 
-    def __init__(self, lie):
+    def __init__(self, lie, interim="none"):
         self.proc = subprocess.Popen([sys.executable, HELPER, "--port", "0", "--bearer", BEARER,
-                                      "--seed-users", str(SEED), "--lie", lie],
+                                      "--seed-users", str(SEED), "--lie", lie, "--interim", interim],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         line = self.proc.stderr.readline()
         m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line)
@@ -138,8 +140,8 @@ class Shapes(unittest.TestCase):
 
 
 class AgainstAServer(unittest.TestCase):
-    def failed(self, lie, scenario):
-        with Helper(lie) as h:
+    def failed(self, lie, scenario, interim="none"):
+        with Helper(lie, interim) as h:
             rep = run(h.url, scenario)
         for c in rep["cases"]:
             if not c["ok"]:
@@ -153,6 +155,18 @@ class AgainstAServer(unittest.TestCase):
             self.assertTrue(rep["passed"])
             self.assertFalse(rep["metrics"])   # the helper has no /metrics
             self.assertIn("404", rep["metrics_note"])
+
+    def test_interim_responses_are_skipped(self):
+        # RFC 9110 15.2: 103 before every answer, 100 Continue before a body: still the contract
+        for interim, scenarios in (("hints", ("s1", "s2", "s3")), ("continue", ("s3",))):
+            for sc in scenarios:
+                bad, rep = self.failed("none", sc, interim)
+                self.assertEqual(bad, set(), (interim, sc, [c for c in rep["cases"] if not c["ok"]]))
+
+    def test_an_unasked_for_101_fails_every_case(self):
+        bad, rep = self.failed("switch-101", "s2")
+        self.assertEqual(len(bad), len(rep["cases"]))
+        self.assertTrue(all("101 Switching Protocols" in c["why"] for c in rep["cases"]))
 
     def expect(self, lie, scenario, *patterns):
         bad, rep = self.failed(lie, scenario)

@@ -43,7 +43,8 @@ class Resp:
 
 class Conn:
     """One keep-alive connection; reads responses framed by Content-Length, chunked, or the
-    end of the connection (which then counts as closed)."""
+    end of the connection (which then counts as closed), each a request's final response
+    after any interim (1xx) ones."""
 
     def __init__(self, host, port, deadline):
         self.deadline = deadline
@@ -51,6 +52,7 @@ class Conn:
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.buf = b""
         self.eof = False
+        self.interim = 0  # 1xx interim responses read (and skipped)
         self.host = f"{host}:{port}"
 
     def _left(self):
@@ -105,7 +107,19 @@ class Conn:
             raise Fail(f"sending failed: {err.strerror or err}") from None
 
     def read(self, head=False):
-        """The next response (HEAD: no body whatever its Content-Length says)."""
+        """The next final response (HEAD: no body whatever its Content-Length says): interim
+        responses before it (1xx but 101, RFC 9110 15.2: 100 Continue, 103 Early Hints, ...)
+        are read and counted in self.interim; a 101 no request asked for is a failure."""
+        while True:
+            resp = self._read_one(head)
+            if resp.status == 101:
+                raise Fail("101 Switching Protocols, which no request asked for")
+            if resp.status >= 200:
+                return resp
+            self.interim += 1
+
+    def _read_one(self, head):
+        """The next response, interim or final."""
         if not self.buf and self.eof:
             raise Fail("the server closed the connection instead of answering")
         try:
