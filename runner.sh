@@ -86,7 +86,7 @@ CLOCK_SAMPLES="${CLOCK_SAMPLES:-8}"       # ssh round trips per clock-offset mea
 VERIFY_ONLY=0                             # 1: --verify (start, verify, stop; no load)
 # The server's definition, as definition_load reads it (servers/NAME.toml, SERVER_DEFS).
 def_file="" def_sha256="" def_ours=false def_build="" def_ready_path=/ping def_stop_signal=TERM
-def_scenarios="" def_program="" def_env_args="" store="" mix=""
+def_scenarios="" def_program="" def_env_args="" def_access_log=true store="" mix=""
 
 usage() {
     cat <<USAGE
@@ -185,7 +185,7 @@ definition_load() {
     local vars
     vars=$(jq -r '@sh "def_file=\(.file) def_sha256=\(.sha256) def_ours=\(.ours) def_build=\(.build | join(" "))
         def_ready_path=\(.ready_path) def_stop_signal=\(.stop_signal) def_scenarios=\(.scenarios | join(" "))
-        def_program=\(.program) def_env_args=\(.env_args | join(" "))
+        def_program=\(.program) def_env_args=\(.env_args | join(" ")) def_access_log=\(.uses_access_log)
         store=\(.store // "") mix=\(.mix // "")"' <<<"$plan") || usage_error "cannot read the definition of '$1': $plan"
     eval "$vars"
 }
@@ -610,6 +610,8 @@ phase_start() {
     mapfile -d '' -t envs < <(jq -j '.env | to_entries[] | ("\(.key)=\(.value)", "\u0000")' "$run_dir/.server.json")
     fact .config.server_definition.command "$(jq -c .command "$run_dir/.server.json")"
     fact .config.server_definition.env "$(jq -c .env "$run_dir/.server.json")"
+    # what ran: the program's and scripts' sha256 and the version (runner/analysis/ran.py)
+    fact .config.server_definition.ran "$(analysis server-ran "$run_dir/.server.json" 2>/dev/null || echo null)"
     rm -f "$run_dir/.server.json" "$run_dir/.server.err"
     if [[ "${argv[0]}" == */* ]]; then
         [[ -f "${argv[0]}" && -x "${argv[0]}" ]] || fail "the server program ${argv[0]} (command[0] of $def_file) is missing or not executable"
@@ -648,10 +650,12 @@ phase_start() {
 # phase_verify: the contract check before any load (CONTRACT.md; runner/analysis/verify.py):
 # every case listed in verify.log, the report in verify.json. A failed case fails the run
 # (result.json's failure names it); none of the figures are measured then. Records whether
-# the server's /metrics can give the handler figures (config.server_metrics).
+# the server's /metrics can give the handler figures (config.server_metrics), and the
+# same-work warnings (config.verify_warnings; CONTRACT.md section 7).
 phase_verify() {
     local rc=0 n bad first
     analysis verify "$url" "$mix_file" --bearer="$BEARER" --seed-users="$SEED_USERS" \
+        --access-log="$([[ "$def_access_log" == true ]] && echo yes || echo no)" \
         --json="$run_dir/verify.json" >"$run_dir/verify.log" 2>&1 || rc=$?
     if [[ "$VERIFY_ONLY" == 1 ]]; then cat "$run_dir/verify.log"; fi
     if (( rc != 0 && rc != 1 )) || [[ ! -s "$run_dir/verify.json" ]]; then
@@ -667,6 +671,9 @@ phase_verify() {
     server_metrics=$(jq '.metrics' "$run_dir/verify.json")
     fact .config.server_metrics "$server_metrics"
     log_info "verify: $n of $n contract cases passed (CONTRACT.md); $(jq -r '.metrics_note' "$run_dir/verify.json")"
+    # CONTRACT.md section 7 (same work): warnings, into result.json and summary.md
+    fact .config.verify_warnings "$(jq -c '.warnings // []' "$run_dir/verify.json")"
+    jq -r '.warnings // [] | .[] | "warning: same work: \(.)"' "$run_dir/verify.json" | while IFS= read -r w; do log_info "$w"; done
 }
 
 # metrics_prefix: the scrape files' prefix for run_load, empty (no scrapes, handler figures

@@ -168,6 +168,26 @@ class AgainstAServer(unittest.TestCase):
         self.assertEqual(len(bad), len(rep["cases"]))
         self.assertTrue(all("101 Switching Protocols" in c["why"] for c in rep["cases"]))
 
+    def test_same_work_warnings(self):
+        # CONTRACT.md section 7: warnings, never failures; none for a server that does the work
+        _, rep = self.failed("none", "s2")
+        self.assertEqual(rep["warnings"], [])
+        bad, rep = self.failed("no-request-id", "s2")
+        self.assertEqual(bad, set())
+        self.assertEqual(len(rep["warnings"]), 2, rep["warnings"])
+        self.assertTrue(all("X-Request-Id" in w for w in rep["warnings"]), rep["warnings"])
+        bad, rep = self.failed("list-open", "s2")
+        self.assertEqual(bad, set())
+        self.assertEqual(len(rep["warnings"]), 1, rep["warnings"])
+        self.assertRegex(rep["warnings"][0], r"^GET /users\?limit=1 without a token -> 200 \(want 401")
+        with Helper("none") as h:
+            ctx = verify.Ctx(h.url, MIX["s3"], BEARER, SEED)
+            ctx.access_log = False
+            rep = verify.run(ctx)
+            self.assertEqual(rep["warnings"], ["its definition passes no {access_log}: no access-log line per "
+                                               "/users request"])
+            self.assertEqual(verify.run(verify.Ctx(h.url, MIX["s1"], BEARER, SEED))["warnings"], [])
+
     def expect(self, lie, scenario, *patterns):
         bad, rep = self.failed(lie, scenario)
         self.assertFalse(rep["passed"])

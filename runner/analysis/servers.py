@@ -18,7 +18,8 @@ PLACEHOLDERS = ("root", "build", "host", "port", "threads", "db", "bearer", "see
 SIGNALS = ("TERM", "INT", "QUIT", "HUP", "USR1", "USR2")
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 FIELD_RE = re.compile(r"\{\{|\}\}|\{([^{}]*)\}|[{}]")
-KEYS = {"command", "scenarios", "description", "ready_path", "env", "stop_signal", "build", "env_args"}
+KEYS = {"command", "scenarios", "description", "ready_path", "env", "stop_signal", "build", "env_args",
+        "version"}
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DEFAULT_PAIRS = os.path.join(ROOT, "runner", "default-pairs.toml")
 # Scenarios that decide a pair's overall verdict when the pairs file does not say.
@@ -32,7 +33,8 @@ class DefinitionError(ValueError):
 class Server:
     """One server definition, checked: name, path, command (list of str), scenarios (list),
     description, ready_path, env (dict str -> str), stop_signal, build (list of binary names),
-    env_args (dict variable -> list of str)."""
+    env_args (dict variable -> list of str), version (list of str: a command that prints the
+    server's version, or None)."""
 
     def __init__(self, name, path, doc):
         self.name, self.path = name, path
@@ -44,6 +46,7 @@ class Server:
         self.stop_signal = doc.get("stop_signal", "TERM")
         self.build = doc.get("build", [])
         self.env_args = doc.get("env_args", {})
+        self.version = doc.get("version")
 
     def serves(self, scenario):
         return scenario in self.scenarios
@@ -129,6 +132,9 @@ def check(path, doc):
         if not ENV_NAME_RE.match(k) or not isinstance(v, str):
             _fail(path, f"env: '{k}' must be a variable name with a string value")
         check_template(path, f"env.{k}", v)
+    if "version" in doc:
+        for i, arg in enumerate(_strings(path, "version", doc["version"])):
+            check_template(path, f"version[{i}]", arg)
     for b in _strings(path, "build", doc.get("build", []), allow_empty=True):
         if not NAME_RE.match(b):
             _fail(path, f"build: '{b}' is not a binary name of this project")
@@ -212,7 +218,8 @@ def plan(defs, name, scenario=None, root=ROOT):
     """What runner.sh needs of server NAME (on SCENARIO, when given), as a dict: name, file
     (relative to ROOT when inside it), sha256, description, scenarios, build, ours (it has
     build: one of this project's binaries), ready_path, stop_signal, store, uses_db, program
-    (command[0]'s last part), env_args (the variable names) and, with SCENARIO, scenario and
+    (command[0]'s last part), env_args (the variable names), uses_access_log (it is given
+    {access_log}: CONTRACT.md section 7) and, with SCENARIO, scenario and
     mix (the loadgen-scripts/ file). Raises DefinitionError for an
     unknown server, an unknown scenario or one the definition does not list."""
     srv = get(defs, name)
@@ -221,7 +228,7 @@ def plan(defs, name, scenario=None, root=ROOT):
            "description": srv.description, "scenarios": list(srv.scenarios), "build": list(srv.build),
            "ours": bool(srv.build), "ready_path": srv.ready_path, "stop_signal": srv.stop_signal,
            "store": srv.store, "uses_db": srv.uses("db"), "program": os.path.basename(srv.command[0]),
-           "env_args": sorted(srv.env_args)}
+           "env_args": sorted(srv.env_args), "uses_access_log": srv.uses("access_log")}
     if scenario is not None:
         if scenario not in SCENARIOS:
             raise DefinitionError(f"unknown scenario '{scenario}' (one of: {' '.join(SCENARIOS)})")
@@ -249,7 +256,8 @@ def fill(template, values):
 def expand(srv, values, variables=None):
     """(argv, env) of SRV for one run: the command with VALUES filled in, then for each
     env_args variable set (non-empty) in VARIABLES (the runner's environment) its arguments
-    with {value}; env is the definition's env filled in."""
+    with {value}; env is the definition's env filled in. (version_argv gives its version
+    command filled in.)"""
     variables = os.environ if variables is None else variables
     argv = [fill(a, values) for a in srv.command]
     for var, args in srv.env_args.items():
@@ -258,6 +266,11 @@ def expand(srv, values, variables=None):
             argv += [fill(a, dict(values, value=val)) for a in args]
     env = {k: fill(v, values) for k, v in srv.env.items()}
     return argv, env
+
+
+def version_argv(srv, values):
+    """SRV's version command with VALUES filled in, or None when the definition has none."""
+    return [fill(a, values) for a in srv.version] if srv.version else None
 
 
 class Pairs:

@@ -7,6 +7,8 @@ Not a server to measure (Python's http.server, a thread per connection); stdlib 
 """
 import argparse
 import json
+import os
+import re
 import signal
 import sys
 import threading
@@ -25,7 +27,10 @@ LIES = {
     "never-ready": "/ping answers 503",
     "ignore-term": "SIGTERM is ignored",
     "switch-101": "every answer is an unasked-for 101 Switching Protocols",
+    "no-request-id": "no X-Request-Id on any answer (a same-work warning, not a failure)",
+    "list-open": "GET /users?... answers without the bearer (a same-work warning for s2)",
 }
+RID_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 # --interim: 1xx interim responses a correct server may send (RFC 9110 15.2), and still keeps
 # the contract; a client must skip them and read the final response.
 INTERIM = {
@@ -61,6 +66,9 @@ def make_handler(opt, users, lock):
             self.send_header("Content-Length", str(len(data)))
             for k, v in (extra or {}).items():
                 self.send_header(k, v)
+            if self.path.startswith("/users") and opt.lie != "no-request-id":
+                rid = self.headers.get("X-Request-Id", "")
+                self.send_header("X-Request-Id", rid if RID_RE.match(rid) else os.urandom(8).hex())
             if close:
                 self.send_header("Connection", "close")
                 self.close_connection = True
@@ -91,7 +99,8 @@ def make_handler(opt, users, lock):
                 return self.reply(200, "application/json" if opt.lie == "ping-type" else "text/plain", "pong")
             if path == "/users" or path.startswith("/users/"):
                 body = self.read_body() if self.command == "POST" else b""
-                if not self.authorized():
+                if not self.authorized() and not (opt.lie == "list-open" and path == "/users"
+                                                  and self.command == "GET"):
                     return self.error(401, "missing or invalid bearer token", {"WWW-Authenticate": "Bearer"})
                 if path == "/users" and self.command == "POST":
                     doc = json.loads(body)
