@@ -99,7 +99,8 @@ usage: ./runner.sh [--help] [--version] <server> <scenario> [--quick] [--smoke] 
   server:   a server definition, servers/<server>.toml or one in a SERVER_DEFS folder
             (SERVER_DEFS=DIR1:DIR2; servers/README.md); the built-in ones are actor-mem,
             async-mem (s1-s3), actor-sqlite and async-sqlite (s4)
-  scenario: s1 (GET /ping), s2 (GET /users/:id, bearer), s3 (mixed, memory store),
+  scenario: mix:PATH (a mix file of your own, named by its stem; servers/README.md),
+            s1 (GET /ping), s2 (GET /users/:id, bearer), s3 (mixed, memory store),
             s4 (mixed, sqlite store); one the definition lists
   --list-servers  every definition: name, scenarios, file, description (installs and
                 builds nothing)
@@ -186,8 +187,10 @@ definition_load() {
     vars=$(jq -r '@sh "def_file=\(.file) def_sha256=\(.sha256) def_ours=\(.ours) def_build=\(.build | join(" "))
         def_ready_path=\(.ready_path) def_stop_signal=\(.stop_signal) def_scenarios=\(.scenarios | join(" "))
         def_program=\(.program) def_env_args=\(.env_args | join(" ")) def_access_log=\(.uses_access_log)
-        store=\(.store // "") mix=\(.mix // "")"' <<<"$plan") || usage_error "cannot read the definition of '$1': $plan"
+        store=\(.store // "") mix=\(.mix // "")" + (if .scenario then " scenario=" + (.scenario | @sh) else "" end)' <<<"$plan") || usage_error "cannot read the definition of '$1': $plan"
     eval "$vars"
+    # a mix scenario of one's own: found by its name from here on (SCENARIO_MIXES)
+    [[ "$mix" != /* ]] || export SCENARIO_MIXES="$mix${SCENARIO_MIXES:+:$SCENARIO_MIXES}"
 }
 
 # def_has_env_arg VAR: true when the definition adds arguments for the runner variable VAR.
@@ -478,7 +481,7 @@ setup_run() {
     : >"$LOG_FILE"
     local config_json
     config_json=$(jq -n \
-        --arg mode "$mode" --arg store "$store" --arg mix "loadgen-scripts/$mix" \
+        --arg mode "$mode" --arg store "$store" --arg mix "$([[ "$mix" == /* ]] || echo -n loadgen-scripts/)$mix" \
         --arg server_cpus "$SERVER_CPUS" --arg loadgen_cpus "$LOADGEN_CPUS" --arg mask "$mask" \
         --argjson n_server "$n_server_cpus" --argjson n_loadgen "$n_loadgen_cpus" \
         --argjson disjoint "$cpus_disjoint" --argjson conns "$wrk_conns" --argjson threads "$wrk_threads" \
@@ -567,6 +570,7 @@ phase_build() {
         made+=("$BUILD/loadgen")
     fi
     mix_file="$MIX_DIR/$mix"
+    [[ "$mix" != /* ]] || mix_file=$mix   # a mix scenario of one's own (mix:PATH)
     [[ -r "$mix_file" ]] || fail "mix file $mix_file is missing"
     if [[ -n "$def_build" ]]; then
         log_info "build: ok (${made[*]})"

@@ -12,6 +12,7 @@ import re
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import unittest
 
@@ -167,6 +168,19 @@ class AgainstAServer(unittest.TestCase):
         bad, rep = self.failed("switch-101", "s2")
         self.assertEqual(len(bad), len(rep["cases"]))
         self.assertTrue(all("101 Switching Protocols" in c["why"] for c in rep["cases"]))
+
+    def test_a_mix_of_ones_own_checks_its_routes_only(self):
+        # the bearer cases for the /users line only (/ping takes none); no list or POST case
+        with tempfile.TemporaryDirectory() as d:
+            mix = os.path.join(d, "checkout.mix")
+            with open(mix, "w", encoding="utf-8") as fh:
+                fh.write("header Authorization: Bearer ${BEARER}\n9 GET /users/{rand:1:9} - 200\n1 GET /ping - 200\n")
+            with Helper("none") as h:
+                rep = verify.run(verify.Ctx(h.url, mix, BEARER, SEED))
+        names = [c["name"] for c in rep["cases"]]
+        self.assertTrue(rep["passed"], [c for c in rep["cases"] if not c["ok"]])
+        self.assertEqual(len([n for n in names if n.startswith("bearer:")]), 2, names)
+        self.assertFalse(any("/ping" in n for n in names if n.startswith("bearer:")), names)
 
     def test_same_work_warnings(self):
         # CONTRACT.md section 7: warnings, never failures; none for a server that does the work

@@ -22,6 +22,13 @@ KEYS = {"command", "scenarios", "description", "ready_path", "env", "stop_signal
         "version"}
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DEFAULT_PAIRS = os.path.join(ROOT, "runner", "default-pairs.toml")
+# A scenario of one's own: a mix file (loadgen-scripts/README.md) named "mix:PATH" (in a
+# definition's scenarios, relative to its folder; in --scenarios, to the working directory);
+# its name is the file's stem. SCENARIO_MIXES (mix files, ':'-separated) lists those a batch
+# named, for the runs it starts. The contract routes each mix kind needs (verify.MixLine.kind).
+MIX_PREFIX = "mix:"
+KIND_SCENARIO = {"ping": "s1", "user": "s2", "list": "s3", "create": "s3"}
+_CUSTOM = {}   # name -> absolute mix path, of every mix scenario met (register_mix)
 # Scenarios that decide a pair's overall verdict when the pairs file does not say.
 DECIDING = ("s1", "s2")
 
@@ -39,7 +46,9 @@ class Server:
     def __init__(self, name, path, doc):
         self.name, self.path = name, path
         self.command = doc["command"]
-        self.scenarios = doc["scenarios"]
+        base = os.path.dirname(os.path.abspath(path))
+        self.scenarios = [register_mix(*mix_scenario(s, base)) if s.startswith(MIX_PREFIX) else s
+                          for s in doc["scenarios"]]
         self.description = doc.get("description", "")
         self.ready_path = doc.get("ready_path", "/ping")
         self.env = doc.get("env", {})
@@ -49,7 +58,16 @@ class Server:
         self.version = doc.get("version")
 
     def serves(self, scenario):
-        return scenario in self.scenarios
+        """True when it lists SCENARIO, or SCENARIO is a mix scenario (custom_mix) whose every
+        request kind a scenario it lists covers (KIND_SCENARIO: s1 /ping, s2 GET /users/ID,
+        s3 the list and POST): the contract check is then limited to the routes the mix uses."""
+        if scenario in self.scenarios:
+            return True
+        path = custom_mix(scenario)
+        if path is None:
+            return False
+        need = {KIND_SCENARIO.get(k) for k in mix_kinds(path)}
+        return None not in need and need <= set(self.scenarios)
 
     def uses(self, placeholder):
         """True when the command, env or env_args hold {PLACEHOLDER}."""
@@ -69,6 +87,57 @@ class Server:
         """The hex SHA-256 of the definition file as read now."""
         with open(self.path, "rb") as fh:
             return hashlib.sha256(fh.read()).hexdigest()
+
+
+def mix_scenario(token, base=None):
+    """(name, absolute path) of the mix scenario TOKEN ("mix:PATH", PATH relative to BASE or
+    the working directory). DefinitionError when the file is missing or its stem is not a
+    name (NAME_RE) or is one of SCENARIOS."""
+    rel = token[len(MIX_PREFIX):]
+    path = os.path.abspath(os.path.join(base or os.getcwd(), rel))
+    name = os.path.splitext(os.path.basename(path))[0]
+    if not rel or not os.path.isfile(path):
+        raise DefinitionError(f"scenario '{token}': no mix file {path}")
+    if not NAME_RE.match(name) or name in SCENARIOS:
+        raise DefinitionError(f"scenario '{token}': its name '{name}' (the file's stem) must be "
+                              f"[A-Za-z0-9._-]+ and none of {', '.join(SCENARIOS)}")
+    return name, path
+
+
+def register_mix(name, path):
+    """Records mix scenario NAME at PATH (DefinitionError when NAME names another file); NAME."""
+    if _CUSTOM.get(name, path) != path:
+        raise DefinitionError(f"scenario '{name}' names two mix files: {_CUSTOM[name]} and {path}")
+    _CUSTOM[name] = path
+    return name
+
+
+def custom_mix(name, env=None):
+    """The mix file of mix scenario NAME (registered, or in SCENARIO_MIXES), or None."""
+    env = os.environ if env is None else env
+    if name in _CUSTOM:
+        return _CUSTOM[name]
+    for p in (env.get("SCENARIO_MIXES") or "").split(":"):
+        if p and os.path.splitext(os.path.basename(p))[0] == name and os.path.isfile(p):
+            return register_mix(name, os.path.abspath(p)) and _CUSTOM[name]
+    return None
+
+
+def mix_kinds(path):
+    """The request kinds (verify.MixLine.kind) of the mix file at PATH; DefinitionError when
+    it cannot be read."""
+    from . import verify
+    try:
+        return {line.kind() for line in verify.parse_mix(path, "x")[1]}
+    except (OSError, verify.Fail) as err:
+        raise DefinitionError(f"{path}: {err}") from None
+
+
+def scenario_name(token, base=None):
+    """NAME for a scenario token: s1..s4 as they are, "mix:PATH" registered (mix_scenario)."""
+    if token.startswith(MIX_PREFIX):
+        return register_mix(*mix_scenario(token, base))
+    return token
 
 
 def _fail(path, why):
@@ -111,8 +180,13 @@ def check(path, doc):
         _fail(path, "command[0] (the program) is empty")
     scs = _strings(path, "scenarios", doc["scenarios"])
     for s in scs:
-        if s not in SCENARIOS:
-            _fail(path, f"unknown scenario '{s}' (known: {', '.join(SCENARIOS)})")
+        if s.startswith(MIX_PREFIX):
+            try:
+                mix_scenario(s, os.path.dirname(os.path.abspath(path)))
+            except DefinitionError as err:
+                _fail(path, str(err))
+        elif s not in SCENARIOS:
+            _fail(path, f"unknown scenario '{s}' (known: {', '.join(SCENARIOS)}, or mix:PATH)")
     if len(set(scs)) != len(scs):
         _fail(path, "a scenario is listed twice")
     for key in ("description", "ready_path", "stop_signal"):
@@ -230,12 +304,13 @@ def plan(defs, name, scenario=None, root=ROOT):
            "store": srv.store, "uses_db": srv.uses("db"), "program": os.path.basename(srv.command[0]),
            "env_args": sorted(srv.env_args), "uses_access_log": srv.uses("access_log")}
     if scenario is not None:
-        if scenario not in SCENARIOS:
-            raise DefinitionError(f"unknown scenario '{scenario}' (one of: {' '.join(SCENARIOS)})")
+        scenario = scenario_name(scenario)
+        if scenario not in SCENARIOS and custom_mix(scenario) is None:
+            raise DefinitionError(f"unknown scenario '{scenario}' (one of: {' '.join(SCENARIOS)}, or mix:PATH)")
         if not srv.serves(scenario):
             raise DefinitionError(f"{name} does not serve {scenario}: its definition ({out['file']}) "
                                   f"lists {', '.join(srv.scenarios)}")
-        out["scenario"], out["mix"] = scenario, MIXES[scenario]
+        out["scenario"], out["mix"] = scenario, MIXES.get(scenario) or custom_mix(scenario)
     return out
 
 
@@ -282,9 +357,12 @@ class Pairs:
 
 
 def pair_scenarios(defs, candidate, baseline, wanted=None):
-    """The scenarios both CANDIDATE and BASELINE serve (in SCENARIOS order), limited to WANTED."""
+    """The scenarios both CANDIDATE and BASELINE serve (in SCENARIOS order, then the mix
+    scenarios of WANTED or of their definitions), limited to WANTED."""
     a, b = get(defs, candidate), get(defs, baseline)
-    return [s for s in SCENARIOS if a.serves(s) and b.serves(s) and (wanted is None or s in wanted)]
+    order = list(SCENARIOS) + [s for s in (wanted or []) + a.scenarios + b.scenarios if s not in SCENARIOS]
+    order = list(dict.fromkeys(order))
+    return [s for s in order if a.serves(s) and b.serves(s) and (wanted is None or s in wanted)]
 
 
 def load_pairs(path, defs):
