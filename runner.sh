@@ -86,7 +86,7 @@ CLOCK_SAMPLES="${CLOCK_SAMPLES:-8}"       # ssh round trips per clock-offset mea
 VERIFY_ONLY=0                             # 1: --verify (start, verify, stop; no load)
 # The server's definition, as definition_load reads it (servers/NAME.toml, SERVER_DEFS).
 def_file="" def_sha256="" def_ours=false def_build="" def_ready_path=/ping def_stop_signal=TERM
-def_scenarios="" def_program="" def_env_args="" def_access_log=true store="" mix=""
+def_scenarios="" def_program="" def_env_args="" def_access_log=true def_build_command=false store="" mix=""
 
 usage() {
     cat <<USAGE
@@ -186,7 +186,7 @@ definition_load() {
     local vars
     vars=$(jq -r '@sh "def_file=\(.file) def_sha256=\(.sha256) def_ours=\(.ours) def_build=\(.build | join(" "))
         def_ready_path=\(.ready_path) def_stop_signal=\(.stop_signal) def_scenarios=\(.scenarios | join(" "))
-        def_program=\(.program) def_env_args=\(.env_args | join(" ")) def_access_log=\(.uses_access_log)
+        def_program=\(.program) def_env_args=\(.env_args | join(" ")) def_access_log=\(.uses_access_log) def_build_command=\(.build_command)
         store=\(.store // "") mix=\(.mix // "")" + (if .scenario then " scenario=" + (.scenario | @sh) else "" end)' <<<"$plan") || usage_error "cannot read the definition of '$1': $plan"
     eval "$vars"
     # a mix scenario of one's own: found by its name from here on (SCENARIO_MIXES)
@@ -560,6 +560,14 @@ phase_build() {
         if ! make -C "$ROOT" --no-print-directory -s "${targets[@]}" >"$run_dir/build.log" 2>&1; then
             fail "build failed: make ${targets[*]} (see build.log)"
         fi
+    fi
+    # a server from elsewhere with a build_command (servers/README.md): built here, in the checkout
+    if [[ "$RUNNER_BUILD" == 1 && "$def_build_command" == true ]]; then
+        local -a bargv
+        mapfile -d '' -t bargv < <(analysis server-build "$server" "$ROOT" "$build_dir" | jq -j '.[] | (., "\u0000")')
+        (cd "$ROOT" && "${bargv[@]}") >>"$run_dir/build.log" 2>&1 </dev/null ||
+            fail "build failed: ${bargv[*]} (its build_command; see build.log)"
+        made+=("$server (${bargv[*]})")
     fi
     for b in $def_build; do
         [[ -x "$build_dir/$b" ]] || fail "server binary $build_dir/$b is missing (make build/$b)"

@@ -60,6 +60,8 @@ USAGE = """usage: python3 -m analysis COMMAND ARGS   (with runner/ on PYTHONPATH
                                  as JSON: {"command": [argv], "env": {name: value},
                                  "version": [argv] or null, "ours": bool, "data_files":
                                  [the access log and database paths]}
+  server-build NAME ROOT BUILD   the definition's build_command with {root} and {build}
+                                 filled in, as a JSON array (null when it has none)
   server-ran SERVER_RUN_JSON     what ran (ran.py): the program and script files of
                                  server-run's JSON with their sha256, and the version its
                                  version command prints, as JSON
@@ -205,6 +207,9 @@ def _servers_cmd(cmd, args):
             print(json.dumps({"command": argv, "env": env, "version": servers.version_argv(srv, values),
                               "ours": bool(srv.build),
                               "data_files": [values[k] for k in ("access_log", "db") if values.get(k)]}))
+        elif cmd == "server-build" and len(args) == 3:
+            argv = servers.build_argv(servers.get(defs, args[0]), {"root": args[1], "build": args[2]})
+            print(json.dumps(argv))
         elif cmd == "server-ran" and len(args) == 1:
             from . import ran
             with open(args[0], encoding="utf-8") as fh:
@@ -328,7 +333,7 @@ def main(argv):
                 return 2
             for p in scaling.plan(scaling.parse_counts(args[0]), topo.mask, topo.root, smt):
                 print(" ".join(str(x) for x in p))
-        elif cmd in ("servers", "server-plan", "server-run", "server-ran", "matrix"):
+        elif cmd in ("servers", "server-plan", "server-run", "server-ran", "server-build", "matrix"):
             return _servers_cmd(cmd, args)
 
         elif cmd == "cpu-plan":

@@ -19,7 +19,8 @@ SIGNALS = ("TERM", "INT", "QUIT", "HUP", "USR1", "USR2")
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 FIELD_RE = re.compile(r"\{\{|\}\}|\{([^{}]*)\}|[{}]")
 KEYS = {"command", "scenarios", "description", "ready_path", "env", "stop_signal", "build", "env_args",
-        "version"}
+        "version", "build_command"}
+BUILD_PLACEHOLDERS = ("root", "build")   # the only ones a build_command may use
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DEFAULT_PAIRS = os.path.join(ROOT, "runner", "default-pairs.toml")
 # A scenario of one's own: a mix file (loadgen-scripts/README.md) named "mix:PATH" (in a
@@ -40,6 +41,7 @@ class DefinitionError(ValueError):
 class Server:
     """One server definition, checked: name, path, command (list of str), scenarios (list),
     description, ready_path, env (dict str -> str), stop_signal, build (list of binary names),
+    build_command (list of str: how to build a server from elsewhere, or None),
     env_args (dict variable -> list of str), version (list of str: a command that prints the
     server's version, or None)."""
 
@@ -56,6 +58,7 @@ class Server:
         self.build = doc.get("build", [])
         self.env_args = doc.get("env_args", {})
         self.version = doc.get("version")
+        self.build_command = doc.get("build_command")
 
     def serves(self, scenario):
         """True when it lists SCENARIO, or SCENARIO is a mix scenario (custom_mix) whose every
@@ -206,6 +209,12 @@ def check(path, doc):
         if not ENV_NAME_RE.match(k) or not isinstance(v, str):
             _fail(path, f"env: '{k}' must be a variable name with a string value")
         check_template(path, f"env.{k}", v)
+    if "build_command" in doc:
+        for i, arg in enumerate(_strings(path, "build_command", doc["build_command"])):
+            check_template(path, f"build_command[{i}]", arg)
+            bad = [m.group(1) for m in FIELD_RE.finditer(arg) if m.group(1) and m.group(1) not in BUILD_PLACEHOLDERS]
+            if bad:
+                _fail(path, f"build_command[{i}]: only {{root}} and {{build}} are known before a run, not '{{{bad[0]}}}'")
     if "version" in doc:
         for i, arg in enumerate(_strings(path, "version", doc["version"])):
             check_template(path, f"version[{i}]", arg)
@@ -292,7 +301,8 @@ def plan(defs, name, scenario=None, root=ROOT):
     """What runner.sh needs of server NAME (on SCENARIO, when given), as a dict: name, file
     (relative to ROOT when inside it), sha256, description, scenarios, build, ours (it has
     build: one of this project's binaries), ready_path, stop_signal, store, uses_db, program
-    (command[0]'s last part), env_args (the variable names), uses_access_log (it is given
+    (command[0]'s last part), env_args (the variable names), build_command (it has one),
+    uses_access_log (it is given
     {access_log}: CONTRACT.md section 7) and, with SCENARIO, scenario and
     mix (the loadgen-scripts/ file). Raises DefinitionError for an
     unknown server, an unknown scenario or one the definition does not list."""
@@ -302,7 +312,8 @@ def plan(defs, name, scenario=None, root=ROOT):
            "description": srv.description, "scenarios": list(srv.scenarios), "build": list(srv.build),
            "ours": bool(srv.build), "ready_path": srv.ready_path, "stop_signal": srv.stop_signal,
            "store": srv.store, "uses_db": srv.uses("db"), "program": os.path.basename(srv.command[0]),
-           "env_args": sorted(srv.env_args), "uses_access_log": srv.uses("access_log")}
+           "env_args": sorted(srv.env_args), "uses_access_log": srv.uses("access_log"),
+           "build_command": srv.build_command is not None}
     if scenario is not None:
         scenario = scenario_name(scenario)
         if scenario not in SCENARIOS and custom_mix(scenario) is None:
@@ -341,6 +352,11 @@ def expand(srv, values, variables=None):
             argv += [fill(a, dict(values, value=val)) for a in args]
     env = {k: fill(v, values) for k, v in srv.env.items()}
     return argv, env
+
+
+def build_argv(srv, values):
+    """SRV's build_command with VALUES ({root}, {build}) filled in, or None when it has none."""
+    return [fill(a, values) for a in srv.build_command] if srv.build_command else None
 
 
 def version_argv(srv, values):
