@@ -29,8 +29,9 @@ BENCH_PKGS="$RUN_PKGS nginx-light wrk"
 CI_PKGS="$TEST_PKGS clang libclang-rt-14-dev"
 # contributors: what CI has, and valgrind for bench/micro.sh's instruction counts.
 DEV_PKGS="$CI_PKGS valgrind"
-# servers/go-*.toml: the question asked in Go (net/http, standard library only, built offline).
-PEERS_PKGS="$RUN_PKGS golang-go"
+# servers/go-*.toml, erl-*.toml: the question asked in Go (net/http) and Erlang/OTP (gen_tcp),
+# standard libraries only, built offline (go build, erlc).
+PEERS_PKGS="$RUN_PKGS golang-go erlang-base"
 PROFILES="build test run bench ci dev peers"
 # Packages whose install would start a system service: installed with services held off.
 SERVICE_PKGS="nginx-light nginx nginx-common openssh-server"
@@ -46,7 +47,7 @@ not root; a no-op when everything is there). Profiles:
   bench   bench/vs-nginx.sh, loadgen-vs-wrk.sh: run + ${BENCH_PKGS#"$RUN_PKGS "}
   ci      .ci/run: test + ${CI_PKGS#"$TEST_PKGS "}
   dev     ci + ${DEV_PKGS#"$CI_PKGS "}
-  peers   the peer servers of other runtimes (servers/go-*): run + ${PEERS_PKGS#"$RUN_PKGS "}
+  peers   the peer servers of other runtimes (servers/go-*, erl-*): run + ${PEERS_PKGS#"$RUN_PKGS "}
   --check   only report what is missing (exit 1 when anything is)
   --list    print the packages of the profiles, one a line, and exit
 Environment: DEPS_SKIP=1 (do nothing), DEPS_EXTRA (more packages),

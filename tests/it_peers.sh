@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # it_peers.sh: the peer servers of other runtimes (servers/go-mutex.toml, go-actor.toml: Go's
-# net/http, a map behind a sync.Mutex against a store goroutine over channels) through
+# net/http, a map behind a sync.Mutex against a store goroutine over channels; erl-ets.toml,
+# erl-server.toml: Erlang/OTP, a public ETS table against a gen_server owning the users) through
 # `./runner.sh --verify NAME` on s3 (every route of the contract): their build_command builds
 # them, they keep the contract, and result.json records what ran (the binary's sha256, the Go
 # version) with no same-work warning. A runtime that is not installed (scripts/deps.sh peers)
-# is skipped, the reason counted. Loopback only; about 10 s per pair.
+# is skipped, the reason counted. Loopback only; about 10 s per server.
 # shellcheck disable=SC2016  # single-quoted jq filters bind their own $variables
 # test-timeout: 300
 set -euo pipefail
@@ -51,5 +52,7 @@ jtrue() { jq -e "$@" >/dev/null; }
 
 peer go-mutex go '^go-users 1 \(go1\.[0-9]+'
 peer go-actor go '^go-users 1 \(go1\.[0-9]+'
+peer erl-ets erl '^users_erl 1 \(Erlang/OTP [0-9]+'
+peer erl-server erl '^users_erl 1 \(Erlang/OTP [0-9]+'
 echo "# $skipped skipped: a runtime not installed"
 echo "1..$n"
