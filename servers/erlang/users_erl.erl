@@ -319,8 +319,8 @@ log_loop(F, Buf, N) ->
 store_start(ets, Seed) ->
     T = ets:new(users, [set, public, {read_concurrency, true}, {write_concurrency, true}]),
     ets:insert(T, [{I, user_name(I), user_email(I)} || I <- lists:seq(1, Seed)]),
-    C = counters:new(1, [atomics]),
-    counters:put(C, 1, Seed),
+    C = atomics:new(1, [{signed, false}]),
+    atomics:put(C, 1, Seed),
     {ets, T, C};
 store_start(server, Seed) ->
     {ok, Pid} = gen_server:start(?MODULE, Seed, []),
@@ -329,11 +329,10 @@ store_start(server, Seed) ->
 store_call(#{store := {ets, T, _}}, {get, Id}) ->
     case ets:lookup(T, Id) of [U] -> {ok, U}; [] -> none end;
 store_call(#{store := {ets, T, C}}, {list, After, Limit}) ->
-    Count = counters:get(C, 1),
+    Count = atomics:get(C, 1),
     {lists:append([ets:lookup(T, I) || I <- lists:seq(After + 1, min(After + Limit, Count))]), After + Limit < Count};
 store_call(#{store := {ets, T, C}}, {create, Name, Email}) ->
-    counters:add(C, 1, 1),
-    U = {counters:get(C, 1), Name, Email},
+    U = {atomics:add_get(C, 1, 1), Name, Email},   % the id, taken atomically
     ets:insert(T, U),
     U;
 store_call(#{store := {server, Pid}}, Req) ->
