@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # it_peers.sh: the peer servers of other runtimes (servers/go-mutex.toml, go-actor.toml: Go's
 # net/http, a map behind a sync.Mutex against a store goroutine over channels; erl-ets.toml,
-# erl-server.toml: Erlang/OTP, a public ETS table against a gen_server owning the users) through
+# erl-server.toml: Erlang/OTP, a public ETS table against a gen_server owning the users;
+# rust-mutex.toml, rust-actor.toml: hyper+tokio, an Arc<Mutex> against a task behind mpsc) through
 # `./runner.sh --verify NAME` on s3 (every route of the contract): their build_command builds
 # them, they keep the contract, and result.json records what ran (the binary's sha256, the Go
 # version) with no same-work warning. A runtime that is not installed (scripts/deps.sh peers)
-# is skipped, the reason counted. Loopback only; about 10 s per server.
+# is skipped, the reason counted. Loopback only; about 10 s per server, plus minutes for a
+# first Rust build (build/rust keeps it).
 # shellcheck disable=SC2016  # single-quoted jq filters bind their own $variables
-# test-timeout: 300
+# test-timeout: 900
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -54,5 +56,13 @@ peer go-mutex go '^go-users 1 \(go1\.[0-9]+'
 peer go-actor go '^go-users 1 \(go1\.[0-9]+'
 peer erl-ets erl '^users_erl 1 \(Erlang/OTP [0-9]+'
 peer erl-server erl '^users_erl 1 \(Erlang/OTP [0-9]+'
+# Rust: Debian's cargo and crates (a first build takes minutes: build/rust keeps it)
+if [[ -x /usr/bin/cargo && -n "$(compgen -G '/usr/share/cargo/registry/hyper-0.14*')" ]]; then
+    peer rust-mutex cargo '^users-rs 1 \(hyper 0\.14, tokio 1\), rustc 1\.'
+    peer rust-actor cargo '^users-rs 1 \(hyper 0\.14, tokio 1\), rustc 1\.'
+else
+    skip "rust-mutex: --verify s3" "Debian's cargo or librust-hyper-dev not installed (scripts/deps.sh peers)"
+    skip "rust-actor: --verify s3" "Debian's cargo or librust-hyper-dev not installed (scripts/deps.sh peers)"
+fi
 echo "# $skipped skipped: a runtime not installed"
 echo "1..$n"
