@@ -86,7 +86,7 @@ CLOCK_SAMPLES="${CLOCK_SAMPLES:-8}"       # ssh round trips per clock-offset mea
 VERIFY_ONLY=0                             # 1: --verify (start, verify, stop; no load)
 # The server's definition, as definition_load reads it (servers/NAME.toml, SERVER_DEFS).
 def_file="" def_sha256="" def_ours=false def_build="" def_ready_path=/ping def_stop_signal=TERM
-def_scenarios="" def_program="" def_env_args="" def_access_log=true def_build_command=false store="" mix=""
+def_scenarios="" def_program="" def_env_args="" def_access_log=true def_build_command=false def_url="" store="" mix=""
 
 usage() {
     cat <<USAGE
@@ -186,7 +186,7 @@ definition_load() {
     local vars
     vars=$(jq -r '@sh "def_file=\(.file) def_sha256=\(.sha256) def_ours=\(.ours) def_build=\(.build | join(" "))
         def_ready_path=\(.ready_path) def_stop_signal=\(.stop_signal) def_scenarios=\(.scenarios | join(" "))
-        def_program=\(.program) def_env_args=\(.env_args | join(" ")) def_access_log=\(.uses_access_log) def_build_command=\(.build_command)
+        def_program=\(.program) def_env_args=\(.env_args | join(" ")) def_access_log=\(.uses_access_log) def_build_command=\(.build_command) def_url=\(.url // "")
         store=\(.store // "") mix=\(.mix // "")" + (if .scenario then " scenario=" + (.scenario | @sh) else "" end)' <<<"$plan") || usage_error "cannot read the definition of '$1': $plan"
     eval "$vars"
     # a mix scenario of one's own: found by its name from here on (SCENARIO_MIXES)
@@ -258,6 +258,9 @@ parse_args() {
     # the options are read: install what the checks below and the run need, when missing
     "$ROOT/scripts/deps.sh" run
     definition_load "$server" "$scenario"
+    if [[ -n "$def_url" && "$VERIFY_ONLY" != 1 ]]; then
+        usage_error "$server is a server already running ($def_url): only --verify checks it yet; measuring it needs its CPU, which no sampler here reads (servers/README.md)"
+    fi
 
     local p_warm p_meas p_probe p_pwarm p_conns p_swarm p_smeas
     read -r p_warm p_meas p_probe p_pwarm p_conns p_swarm p_smeas < <(mode_durations "$mode")
@@ -595,6 +598,26 @@ free_port() {
     "${ANALYSIS_PYTHON:-python3}" -c 'import socket, sys; s = socket.socket(); s.bind((sys.argv[1], 0)); print(s.getsockname()[1])' "$SERVER_ADDR"
 }
 
+# phase_attach: a server already running (the definition's url, no command): nothing is
+# started; ready when ready_path answers 200 within READY_TIMEOUT_SEC. Its process is not
+# ours: no CPU, threads or memory of it are read.
+phase_attach() {
+    local t_start code=""
+    url=$def_url PORT=${def_url##*:}
+    fact .config.port "$PORT"
+    fact .config.server_definition.url "\"$def_url\""
+    t_start=$(clock_s)
+    while :; do
+        code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$url$def_ready_path" || true)
+        [[ "$code" != 200 ]] || break
+        if [[ "$(calc "$(clock_s) - $t_start >= $READY_TIMEOUT_SEC")" == 1 ]]; then
+            fail "$server at $url did not answer $def_ready_path with 200 within ${READY_TIMEOUT_SEC} s (READY_TIMEOUT_SEC; last: ${code:-no answer})"
+        fi
+        sleep 0.2
+    done
+    log_info "start: $server is already running at $url (not started here; its CPU is not measured)"
+}
+
 # ---- phase: start -------------------------------------------------------------------
 # phase_start: the definition's command with its placeholders filled (SPEC.md section 3),
 # its env, pinned to SERVER_CPUS, in the run folder, as the leader of a session of its own
@@ -603,6 +626,7 @@ free_port() {
 # sockets are all the tree's (ours also print their "listening on" line).
 phase_start() {
     local why
+    if [[ -n "$def_url" ]]; then phase_attach; return; fi
     if [[ -z "$PORT" ]]; then
         PORT=$(free_port) || fail "could not find a free port on $SERVER_ADDR"
     fi
@@ -667,7 +691,7 @@ phase_start() {
 phase_verify() {
     local rc=0 n bad first
     analysis verify "$url" "$mix_file" --bearer="$BEARER" --seed-users="$SEED_USERS" \
-        --access-log="$([[ "$def_access_log" == true ]] && echo yes || echo no)" \
+        --access-log="$(case "$def_access_log" in true) echo yes ;; false) echo no ;; *) echo unknown ;; esac)" \
         --json="$run_dir/verify.json" >"$run_dir/verify.log" 2>&1 || rc=$?
     if [[ "$VERIFY_ONLY" == 1 ]]; then cat "$run_dir/verify.log"; fi
     if (( rc != 0 && rc != 1 )) || [[ ! -s "$run_dir/verify.json" ]]; then
@@ -858,6 +882,7 @@ phase_sustain() {
 # ---- phase: stop ----------------------------------------------------------------------------
 phase_stop() {
     local hwm_kb t_stop deadline exit_code=0 stop_s sig=$def_stop_signal left signum how
+    if [[ -n "$def_url" ]]; then log_info "stop: nothing to stop ($server at $def_url was not started here)"; return; fi
     # the whole process tree's (a wrapper, a master and its workers): each process's own peak, summed
     if ! hwm_kb=$(proc_tree_hwm_kb "$SERVER_PID"); then server_died; fail "server exited before it was stopped ($DIED)"; fi
     fact .stop.rss_kb "$hwm_kb"

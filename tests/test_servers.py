@@ -215,6 +215,24 @@ class Defs(unittest.TestCase):
         self.assertEqual([g["scenario"] for g in m["groups"]], ["s1", "s2", "s3"])
 
 
+    def test_a_server_already_running(self):
+        # url and no command: no start, no stop; nothing of a command may come with it
+        self.write("up", 'scenarios = ["s1", "s2"]\nurl = "http://10.0.0.5:8080"\n')
+        defs = servers.load_all(server_defs=self.dir)
+        p = servers.plan(defs, "up", "s2")
+        self.assertEqual((p["url"], p["program"], p["uses_access_log"], p["build_command"]),
+                         ("http://10.0.0.5:8080", None, None, False))
+        self.assertIsNone(servers.plan(defs, "async-mem", "s1")["url"])
+        for text, words in (('scenarios = ["s1"]\n', "'command' is required"),
+                            ('scenarios = ["s1"]\ncommand = ["x"]\nurl = "http://h:1"\n', "'command' is required"),
+                            ('scenarios = ["s1"]\nurl = "https://h:1"\n', "url must be http://HOST:PORT"),
+                            ('scenarios = ["s1"]\nurl = "http://h:70000"\n', "url must be http://HOST:PORT"),
+                            ('scenarios = ["s1"]\nurl = "http://h:1"\n[env]\nA = "b"\n', "takes no env")):
+            path = self.write("bad", text)
+            with self.assertRaises(servers.DefinitionError, msg=text) as cm:
+                servers.load_file(path)
+            self.assertIn(words, str(cm.exception), text)
+
     def test_mix_scenario_of_ones_own(self):
         # a mix file is a scenario of its own, named by its stem; a server serves it when the
         # scenarios it lists cover every route the mix uses, or when it lists the mix itself

@@ -19,7 +19,8 @@ SIGNALS = ("TERM", "INT", "QUIT", "HUP", "USR1", "USR2")
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 FIELD_RE = re.compile(r"\{\{|\}\}|\{([^{}]*)\}|[{}]")
 KEYS = {"command", "scenarios", "description", "ready_path", "env", "stop_signal", "build", "env_args",
-        "version", "build_command"}
+        "version", "build_command", "url"}
+URL_RE = re.compile(r"^http://([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\]):([0-9]{1,5})$")
 BUILD_PLACEHOLDERS = ("root", "build")   # the only ones a build_command may use
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DEFAULT_PAIRS = os.path.join(ROOT, "runner", "default-pairs.toml")
@@ -41,13 +42,15 @@ class DefinitionError(ValueError):
 class Server:
     """One server definition, checked: name, path, command (list of str), scenarios (list),
     description, ready_path, env (dict str -> str), stop_signal, build (list of binary names),
-    build_command (list of str: how to build a server from elsewhere, or None),
+    build_command (list of str: how to build a server from elsewhere, or None), url (a
+    server already running, with no command: "http://HOST:PORT", or None),
     env_args (dict variable -> list of str), version (list of str: a command that prints the
     server's version, or None)."""
 
     def __init__(self, name, path, doc):
         self.name, self.path = name, path
-        self.command = doc["command"]
+        self.command = doc.get("command", [])
+        self.url = doc.get("url")   # a server already running: no command, never started here
         base = os.path.dirname(os.path.abspath(path))
         self.scenarios = [register_mix(*mix_scenario(s, base)) if s.startswith(MIX_PREFIX) else s
                           for s in doc["scenarios"]]
@@ -174,13 +177,22 @@ def check(path, doc):
     if unknown:
         _fail(path, f"unknown key{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} (known: "
               + ", ".join(sorted(KEYS)) + ")")
-    for key in ("command", "scenarios"):
-        if key not in doc:
-            _fail(path, f"'{key}' is required")
-    for i, arg in enumerate(_strings(path, "command", doc["command"])):
-        check_template(path, f"command[{i}]", arg)
-    if doc["command"][0] == "":
-        _fail(path, "command[0] (the program) is empty")
+    if "scenarios" not in doc:
+        _fail(path, "'scenarios' is required")
+    if ("command" in doc) == ("url" in doc):
+        _fail(path, "'command' is required (or 'url' for a server already running, and no command)")
+    if "url" in doc:
+        m = URL_RE.match(doc["url"]) if isinstance(doc["url"], str) else None
+        if not m or not 1 <= int(m.group(2)) <= 65535:
+            _fail(path, f"url must be http://HOST:PORT, got '{doc['url']}'")
+        other = sorted(set(doc) & {"env", "env_args", "stop_signal", "build", "build_command"})
+        if other:
+            _fail(path, f"a server already running (url) takes no {', '.join(other)}")
+    else:
+        for i, arg in enumerate(_strings(path, "command", doc["command"])):
+            check_template(path, f"command[{i}]", arg)
+        if doc["command"][0] == "":
+            _fail(path, "command[0] (the program) is empty")
     scs = _strings(path, "scenarios", doc["scenarios"])
     for s in scs:
         if s.startswith(MIX_PREFIX):
@@ -311,9 +323,10 @@ def plan(defs, name, scenario=None, root=ROOT):
     out = {"name": srv.name, "file": srv.path if rel.startswith("..") else rel, "sha256": srv.sha256(),
            "description": srv.description, "scenarios": list(srv.scenarios), "build": list(srv.build),
            "ours": bool(srv.build), "ready_path": srv.ready_path, "stop_signal": srv.stop_signal,
-           "store": srv.store, "uses_db": srv.uses("db"), "program": os.path.basename(srv.command[0]),
-           "env_args": sorted(srv.env_args), "uses_access_log": srv.uses("access_log"),
-           "build_command": srv.build_command is not None}
+           "store": srv.store, "uses_db": srv.uses("db"),
+           "program": os.path.basename(srv.command[0]) if srv.command else None,
+           "env_args": sorted(srv.env_args), "uses_access_log": srv.uses("access_log") if srv.command else None,
+           "build_command": srv.build_command is not None, "url": srv.url}
     if scenario is not None:
         scenario = scenario_name(scenario)
         if scenario not in SCENARIOS and custom_mix(scenario) is None:

@@ -623,7 +623,7 @@ def run(ctx, on_case=None):
 
 
 USAGE = """usage: python3 -m analysis verify URL MIX_FILE --bearer=TOKEN --seed-users=N [--json=FILE]
-                                  [--budget-sec=S] [--access-log=yes|no]
+                                  [--budget-sec=S] [--access-log=yes|no|unknown]
 Checks the server at URL (http://HOST:PORT) against CONTRACT.md for the scenario whose mix
 is MIX_FILE; one line per case on stdout ("ok - CASE" or "FAIL - CASE: why"), then a summary;
 --json writes the report ({passed, cases: [{name, ok, why}], failed, metrics, metrics_note,
@@ -654,7 +654,7 @@ def main(args):
     except (ValueError, OSError, Fail) as err:
         print(f"analysis verify: {err}", file=sys.stderr)
         return 2
-    if opts.get("access-log") not in (None, "yes", "no"):
+    if opts.get("access-log") not in (None, "yes", "no", "unknown"):
         print(USAGE, file=sys.stderr)
         return 2
     ctx.access_log = {"yes": True, "no": False}.get(opts.get("access-log"))
