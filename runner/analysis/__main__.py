@@ -32,6 +32,16 @@ USAGE = """usage: python3 -m analysis COMMAND ARGS   (with runner/ on PYTHONPATH
                                  that need it and the rounds it answers), or null
                                  (rounds.py: the re-run rule)
   headline BATCH_DIR             the verdict word and headline of index.json, one line
+  round-order SEED SCENARIO KIND ROUND NAME...
+                                 the names in the round's balanced order (ABBA), one line
+  canary [SERVER_CPUS [LOADGEN_CPUS]]
+                                 the host's canary: a pipe round trip between a server CPU
+                                 and a load generator CPU, median in us, as JSON
+  calibrate-def NAME DIR         write DIR/NAME-b.toml, server NAME under a second name
+  calibrate-record BATCH_DIR     add an A/A batch's pair ratios to the host's noise floor
+                                 (results/calibration/<host>.json, or $CALIBRATION); prints it
+  rejudge BATCH_DIR              judge a batch by today's rules (also a kept batch that has
+                                 only index.json); one line per comparison, then the verdict
   sweep-base BATCH_DIR SCENARIO  the sweep's 100%: the slowest server's median saturation
                                  over its probes, req/s (exit 1 when a server has none)
   sweep-rates BASE_RPS           the default sweep rates, 10% .. 120% of BASE_RPS, req/s,
@@ -352,6 +362,28 @@ def main(argv):
         elif cmd == "verify":
             from . import verify
             return verify.main(args)
+        elif cmd == "round-order" and len(args) >= 5:
+            from . import matrix
+            print(" ".join(matrix.round_order(args[0], args[1], args[2], int(args[3]), args[4:])))
+        elif cmd == "canary" and len(args) <= 2:
+            from . import canary
+            a, b = canary.pick_cpus(*args)
+            print(json.dumps({"cpus": [a, b], "us": canary.measure(a, b)}))
+        elif cmd == "calibrate-def" and len(args) == 2:
+            from . import calibration, servers as sv
+            try:
+                print(calibration.write_twin(args[0], args[1]))
+            except sv.DefinitionError as err:
+                print(f"analysis calibrate-def: {err}", file=sys.stderr)
+                return 2
+        elif cmd == "calibrate-record" and len(args) == 1:
+            from . import calibration
+            path, _ = calibration.record(args[0])
+            print(path)
+        elif cmd == "rejudge" and len(args) == 1:
+            from . import rejudge
+            for line in rejudge.lines(args[0]):
+                print(line)
         elif cmd == "headline" and len(args) == 1:
             with open(os.path.join(args[0], "index.json"), encoding="utf-8") as fh:
                 v = json.load(fh)["verdict"]
