@@ -6,6 +6,7 @@
 # request completes on its final response only: no status error, no 1xx status counted,
 # every request of the window completed or in flight at its end; the 101 is a parse error.
 # Prints TAP. Seven runs of 1 s each against a loopback server (about 12 s in all).
+# shellcheck disable=SC2016  # single-quoted jq filters bind their own $variables
 set -euo pipefail
 
 BUILD="${BUILD:-build}"
