@@ -55,7 +55,9 @@ which is compared with which (candidate / baseline, against TARGET_RATIO):
                      a league: every listed server on each scenario it shares with the
                      baseline, each compared with the baseline
   --servers=LIST     without --baseline: the default pairs limited to these servers
-  --scenarios=LIST   only these scenarios (s1 s2 s3 s4)
+  --scenarios=LIST   only these scenarios (s1 s2 s3 s4, and mix:PATH: a mix file of
+                     your own as a scenario named by its stem, run by every selected
+                     server whose scenarios cover the routes it uses; servers/README.md)
 Per scenario: REPEATS rounds, in each every server of the scenario once, each on a fresh
 server, in a balanced order (ABBA: each server first in every other round) drawn from
 --seed (the same seed gives the same orders); round 1
@@ -278,6 +280,9 @@ elif (( rc != 0 )); then
     echo "run_all.sh: the matrix could not be read: $matrix_doc" >&2
     exit 1
 fi
+# mix scenarios of one's own (--scenarios=mix:PATH): runner.sh finds them by name here
+SCENARIO_MIXES=$(jq -r '[.scenario_mixes // {} | .[]] + [env.SCENARIO_MIXES // empty] | join(":")' <<<"$matrix_doc")
+export SCENARIO_MIXES
 groups=()   # "scenario server,server,..." in scenario order; servers in the group's order
 comps=()    # "scenario candidate baseline"
 runs=()     # "server scenario": every server of every group

@@ -73,7 +73,14 @@ USAGE = """usage: python3 -m analysis COMMAND ARGS   (with runner/ on PYTHONPATH
                                  JSON (servers.plan); exit 2 when SCENARIO is not one it lists
   server-run NAME KEY=VALUE...   the command of a definition with its placeholders filled
                                  and its extra environment (env_args from the environment),
-                                 as JSON: {"command": [argv], "env": {name: value}}
+                                 as JSON: {"command": [argv], "env": {name: value},
+                                 "version": [argv] or null, "ours": bool, "data_files":
+                                 [the access log and database paths]}
+  server-build NAME ROOT BUILD   the definition's build_command with {root} and {build}
+                                 filled in, as a JSON array (null when it has none)
+  server-ran SERVER_RUN_JSON     what ran (ran.py): the program and script files of
+                                 server-run's JSON with their sha256, and the version its
+                                 version command prints, as JSON
   matrix [--pair=A,B]... [--pairs=FILE] [--servers=LIST] [--baseline=NAME]
          [--scenarios=LIST]      what a batch runs (matrix.py), as JSON
   verify URL MIX_FILE --bearer=TOKEN --seed-users=N [--json=FILE]
@@ -211,8 +218,20 @@ def _servers_cmd(cmd, args):
                 if not eq:
                     raise servers.DefinitionError(f"expected KEY=VALUE, got '{kv}'")
                 values[key] = val
-            argv, env = servers.expand(servers.get(defs, args[0]), values)
-            print(json.dumps({"command": argv, "env": env}))
+            srv = servers.get(defs, args[0])
+            argv, env = servers.expand(srv, values)
+            print(json.dumps({"command": argv, "env": env, "version": servers.version_argv(srv, values),
+                              "ours": bool(srv.build),
+                              "data_files": [values[k] for k in ("access_log", "db") if values.get(k)]}))
+        elif cmd == "server-build" and len(args) == 3:
+            argv = servers.build_argv(servers.get(defs, args[0]), {"root": args[1], "build": args[2]})
+            print(json.dumps(argv))
+        elif cmd == "server-ran" and len(args) == 1:
+            from . import ran
+            with open(args[0], encoding="utf-8") as fh:
+                doc = json.load(fh)
+            print(json.dumps(ran.describe(doc["command"], doc.get("version"), doc.get("ours", False),
+                                          skip=doc.get("data_files") or ())))
         elif cmd == "matrix":
             opts = {"pairs": []}
             for a in args:
@@ -358,7 +377,7 @@ def main(argv):
                 return 2
             for p in scaling.plan(scaling.parse_counts(args[0]), topo.mask, topo.root, smt):
                 print(" ".join(str(x) for x in p))
-        elif cmd in ("servers", "server-plan", "server-run", "matrix"):
+        elif cmd in ("servers", "server-plan", "server-run", "server-ran", "server-build", "matrix"):
             return _servers_cmd(cmd, args)
 
         elif cmd == "cpu-plan":

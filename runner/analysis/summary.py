@@ -9,7 +9,7 @@ import datetime
 import json
 import os
 
-from . import batch, calibration, canary, matrix, rules, scaling, stats, sweep, threads, verdict
+from . import batch, calibration, canary, matrix, ran, rules, scaling, stats, sweep, threads, verdict
 from .fmt import LOADGEN_MARK, STATIONARY_MARK, known, num, pct, plural, with_unit
 from .rules import is_num
 
@@ -218,6 +218,7 @@ def build_index(batch_dir, target=None, generated=None):
         "runs": sat, "probe_runs": probes, "equal_load_runs": eq,
         "sweep": sweep.section(b, comparisons),
         "scaling": scaling.section(runs, m, b.groups),
+        "servers_ran": ran.section(runs),
     }
 
 
@@ -489,6 +490,7 @@ def render_markdown(index):
     out.extend(sweep.markdown_lines(index))
     out.extend(scaling.markdown_lines(index))
     out.extend(threads.markdown_lines(index))
+    out.extend(ran.markdown_lines(index))
     if index.get("failures"):
         w("")
         w("## Failures")
