@@ -3,7 +3,8 @@
 # binaries on loopback. Both servers expose all five families (0 where the mechanism is
 # absent). actor-server at --threads 1: every rung of the ladder (default, spread,
 # malloc, copy, ring and mutex mailboxes with spread, drain 1) answers correctly and
-# counts exactly 2 messages per /ping and 6 per /users/{id}; cross-thread hops and
+# counts 2 messages per /ping and 6 per /users/{id} (exactly, but for the log tick's
+# message every 250 ms); cross-thread hops and
 # wake-ups are 0 with local placement, every hop crosses a thread (and some wake their
 # target) with spread; its store-lock counters stay 0. async-server: one acquisition per
 # store call, no wait at one thread, waits > 0 under a contended load (2 threads, 4
@@ -36,6 +37,7 @@ RUNGS = [
     ("all", ["--placement=spread", "--message=copy", "--mailbox=mutex", "--drain=1"]),
 ]
 HOPS = {b"/ping": 2, b"/users/1": 6}  # messages per request, SPEC.md
+TICK_S = 0.25  # each loop's tick (common/server.c SWEEP_MS): one message to its logger
 
 
 def scrape(port):
@@ -100,17 +102,22 @@ def test_rung(tap, path, rung, flags):
                    for k in info), "%s: actor_runtime_info names the placement" % rung)
         for route, hops in HOPS.items():
             before, _ = scrape(srv.port)
+            t0 = time.monotonic()
             bad = serial(srv.port, route, N)
             after, _ = scrape(srv.port)
+            ticks = int((time.monotonic() - t0) / TICK_S) + 2
             d = deltas(before, after)
             tap.ok(not bad, "%s %s: %d answers correct" % (rung, route.decode(), N),
                    repr(bad[:2]))
-            # the second scrape's own hops (loop -> router -> inbox) come before its render
-            per = (d["actor_messages_total"] - 2) / N
-            tap.ok(d["actor_messages_total"] == hops * N + 2,
+            # the second scrape's own hops (loop -> router -> inbox) come before its
+            # render; the loop's log-flush tick (a message to the logger every 250 ms)
+            # may add a few: far fewer than one more or one less hop per request would
+            extra = d["actor_messages_total"] - hops * N - 2
+            tap.ok(0 <= extra <= ticks,
                    "%s %s: %d messages per request" % (rung, route.decode(), hops),
-                   "delta %d over %d requests (+2 for the scrape): %.3f per request" %
-                   (d["actor_messages_total"], N, per))
+                   "delta %d over %d requests (+2 for the scrape, + at most %d ticks): "
+                   "%.3f per request" % (d["actor_messages_total"], N, ticks,
+                                         (d["actor_messages_total"] - 2) / N))
             if spread:
                 tap.ok(d["actor_cross_thread_hops_total"] == d["actor_messages_total"],
                        "%s %s: every hop crosses a thread" % (rung, route.decode()),
