@@ -135,6 +135,8 @@ def test_rung(tap, path, rung, flags):
                    (rung, route.decode()), str(d))
         code = srv.stop()
         tap.ok(code == 0, "%s: SIGTERM exits 0" % rung, "exit %r" % (code,))
+        reports = srv.sanitizer_reports()
+        tap.ok(not reports, "%s: no sanitizer reports" % rung, "\n".join(reports[:3]))
     finally:
         if srv.alive():
             srv.kill()
