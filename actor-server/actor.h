@@ -131,9 +131,11 @@ static inline int actor_send(struct actor *a, void *msg)
 {
     if (a->fast_home != sched_current())
         return actor_send_slow(a, msg);
-    /* the sender runs on a's home thread: its counts are home's */
+    if (actor_push_local(a, msg) != 0)
+        return -EAGAIN;
+    /* the sender runs on a's home thread, which also runs a: its counts are home's */
     atomics_add64_one_writer(&a->home_local->counts.messages, 1);
-    return actor_push_local(a, msg);
+    return 0;
 }
 
 /* What a run of the cross-thread half left (actor_run). */

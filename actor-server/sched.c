@@ -170,14 +170,14 @@ static void count_wakeup(void)
         atomics_add64_one_writer(&self->local.counts.wakeups, 1);
 }
 
-void sched_count_send(const struct sched *to)
+void sched_count_send(const struct sched *to, int delta)
 {
     struct sched *self = sched_self_tls;
     if (self == NULL)
         return;
-    atomics_add64_one_writer(&self->local.counts.messages, 1);
+    atomics_add64_one_writer(&self->local.counts.messages, (uint64_t)(int64_t)delta);
     if (to != self)
-        atomics_add64_one_writer(&self->local.counts.cross_thread, 1);
+        atomics_add64_one_writer(&self->local.counts.cross_thread, (uint64_t)(int64_t)delta);
 }
 
 void sched_counts_add(const struct sched *s, struct sched_counts *sum)

@@ -112,9 +112,11 @@ struct sched_local {
 /* Adds s's counts into *sum (relaxed snapshots). Any thread. */
 void sched_counts_add(const struct sched *s, struct sched_counts *sum);
 
-/* Counts one send made on this thread (to an actor homed on `to`): for actor.c's
- * cross-thread path. Any thread (a thread without a scheduler counts nothing). */
-void sched_count_send(const struct sched *to);
+/* Counts one send made on this thread to an actor homed on `to` (delta 1), or takes one
+ * back (delta -1: the push failed). For actor.c's out-of-line path, which counts before
+ * the push, so a scrape that sees a reply also sees the send. Any thread (a thread
+ * without a scheduler counts nothing). */
+void sched_count_send(const struct sched *to, int delta);
 
 /* s's local run list (fixed for s's lifetime; actor_new keeps it). Any thread. */
 struct sched_local *sched_local_of(struct sched *s);

@@ -212,6 +212,8 @@ static void test_counts_local_remote_wakeups(void **state)
     assert_non_null(f.remote);
     assert_int_equal(sched_start(s1), 0);
     assert_int_equal(sched_start(s2), 0);
+    /* s2 spins for a few hundred nanoseconds, then sleeps: the first hop to it wakes it */
+    sleep_ms(200);
     /* from a thread with no scheduler: delivered, not counted */
     for (unsigned i = 0; i < COUNT_MSGS; i++)
         while (actor_send(a, msg_make(0, i)) == -EAGAIN)
