@@ -34,6 +34,7 @@ RUNGS = [
     ("spread-ring", ["--placement=spread", "--mailbox=ring"]),
     ("spread-mutex", ["--placement=spread", "--mailbox=mutex"]),
     ("drain1", ["--drain=1"]),
+    ("spread-spin0", ["--placement=spread", "--spin=0"]),
     ("all", ["--placement=spread", "--message=copy", "--mailbox=mutex", "--drain=1"]),
 ]
 HOPS = {b"/ping": 2, b"/users/1": 6}  # messages per request, SPEC.md
