@@ -78,6 +78,38 @@ def serial(port, path, n):
     return bad
 
 
+def writes_and_lists(port):
+    """The request's other parts through the hops (a body in, a new id and a list out:
+    what --message=copy must carry): None when all is right, else what was wrong."""
+    s = connect(port, 5.0)
+    r = Reader(s)
+    for i in range(5):
+        tag = "w%d-%d" % (os.getpid(), time.monotonic_ns() % 1000000 + i)
+        s.sendall(post(('{"name":"%s","email":"%s@x.org"}' % (tag, tag)).encode()))
+        resp = r.response()
+        m = re.search(rb'"id":(\d+)', resp.body)
+        if resp.status != 201 or m is None or tag.encode() not in resp.body:
+            return "POST: %r" % (resp,)
+        s.sendall(get(b"/users/" + m.group(1)))
+        resp = r.response()
+        if resp.status != 200 or tag.encode() not in resp.body:
+            return "GET of the new user: %r" % (resp,)
+    s.sendall(get(b"/users?limit=5&after=10"))
+    resp = r.response()
+    if resp.status != 200 or resp.body.count(b'"id":') != 5 or b'"id":11,' not in resp.body:
+        return "list: %r" % (resp,)
+    s.sendall(get(b"/users/999999"))
+    resp = r.response()
+    if resp.status != 404:
+        return "absent user: %r" % (resp,)
+    s.sendall(get(b"/users/1", auth=False))
+    resp = r.response()
+    if resp.status != 401:
+        return "no bearer: %r" % (resp,)
+    s.close()
+    return None
+
+
 def test_families(tap, name, path):
     srv = Server(path, threads=1).start()
     try:
@@ -134,6 +166,8 @@ def test_rung(tap, path, rung, flags):
             tap.ok(d["store_lock_acquisitions_total"] == 0 and d["store_lock_waits_total"] == 0,
                    "%s %s: no store lock (the store actor owns the store)" %
                    (rung, route.decode()), str(d))
+        tap.ok(writes_and_lists(srv.port) is None, "%s: POST, read back, list, 404, 401 "
+               "answered right" % rung, str(writes_and_lists(srv.port)))
         code = srv.stop()
         tap.ok(code == 0, "%s: SIGTERM exits 0" % rung, "exit %r" % (code,))
         reports = srv.sanitizer_reports()
