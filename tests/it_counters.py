@@ -8,7 +8,8 @@
 # wake-ups are 0 with local placement, every hop crosses a thread (and some wake their
 # target) with spread; its store-lock counters stay 0. async-server: one acquisition per
 # store call, no wait at one thread, waits > 0 under a contended load (2 threads, 4
-# pipelining connections of POSTs and GETs on the SQLite store, bounded in time).
+# pipelining connections of POSTs and GETs on the SQLite store, whose write lock another
+# connection holds for its first 150 ms; bounded in time).
 # Python stdlib only; TAP on stdout. LADDER_RUNGS="a,b" limits the rungs (their names).
 import os
 import re
@@ -24,6 +25,7 @@ FAMILIES = ("actor_messages_total", "actor_cross_thread_hops_total", "actor_wake
             "store_lock_acquisitions_total", "store_lock_waits_total")
 N = int(os.environ.get("IT_COUNTERS_N", "40"))  # requests per route and rung
 CONTEND_S = float(os.environ.get("IT_COUNTERS_CONTEND_S", "8"))  # longest contended load
+HOLD_S = 0.15  # SQLite write lock held from outside at its start (< the 250 ms timeout)
 # (name, flags): the ladder's rungs as the test drives them
 RUNGS = [
     ("default", []),
@@ -243,10 +245,22 @@ def test_async_lock(tap, path):
         tap.ok(d["store_lock_waits_total"] == 0, "async-server 1 thread: no lock wait", str(d))
     finally:
         srv.stop()
-    # two threads, four pipelining connections, writes: the mutex is contended
+    # two threads, four pipelining connections (SO_REUSEPORT spreads them over both
+    # loops), writes: the mutex is contended. On a busy 2-CPU host the two loops may
+    # seldom run at once, so another SQLite connection also holds the write lock for
+    # HOLD_S at the start: the POST that holds the mutex then waits inside it (below the
+    # store timeout, so it succeeds) while the other loop's requests wait for the mutex.
     srv = Server(path, store="sqlite", threads=2).start()
     try:
+        import sqlite3
+        holder = sqlite3.connect(srv.db, isolation_level=None, timeout=5,
+                                 check_same_thread=False)
+        holder.execute("BEGIN IMMEDIATE")
+        release = threading.Timer(HOLD_S, lambda: holder.execute("COMMIT"))
+        release.start()
         d, sent, errors = contend(srv, CONTEND_S, lambda x: x["store_lock_waits_total"] > 0)
+        release.join()
+        holder.close()
         tap.ok(not errors, "async-server 2 threads contended: every answer 200/201",
                str(errors[:5]))
         tap.ok(d["store_lock_waits_total"] > 0,
