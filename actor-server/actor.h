@@ -6,7 +6,9 @@
  * empty transition, and both are run by the home scheduler's one thread, so the
  * behaviour never runs concurrently with itself. Messages from one sender keep their
  * order (a sender is always on the home thread or never). It does not own its messages
- * or its state (the caller does). */
+ * or its state (the caller does). For the server's ladder, the cross-thread half may be
+ * another queue (altq.h) and sends may be wrapped (struct actor_msg_ops); either moves
+ * every send to the out-of-line path and leaves the inline one as it was. */
 #ifndef ACTOR_ACTOR_H
 #define ACTOR_ACTOR_H
 

@@ -10,7 +10,9 @@
  * to N in one transaction. The message is the struct request itself: no allocation per
  * hop.
  * Backpressure: a loop holds at most INFLIGHT_MAX requests in actors; beyond that, or
- * when any mailbox is full, the request is answered 503 + Retry-After: 1 at once. */
+ * when any mailbox is full, the request is answered 503 + Retry-After: 1 at once.
+ * The runtime's ladder (--placement, --message, --mailbox, --drain, --spin) changes one
+ * of these choices each (ARCHITECTURE.md "Actor topology"); the defaults are the above. */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
