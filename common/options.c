@@ -93,7 +93,7 @@ void options_usage(FILE *out, const char *prog, int features)
                   "  --mailbox=vyukov|ring|mutex  the cross-thread mailbox: Vyukov's bounded\n"
                   "                          MPSC queue, Concurrency Kit's MPSC ck_ring, or a\n"
                   "                          mutex + condition variable queue\n"
-                  "  --drain=N               messages an actor handles per run, 1..4096 (default 64)\n"
+                  "  --drain=N               messages per actor run, 1..4096 (default 64)\n"
                   "  --spin=N                polls of an empty run queue before a worker thread\n"
                   "                          sleeps, 0..1000000 (default 64; 0: every hand-off\n"
                   "                          to an idle worker is a futex wake-up)\n"
