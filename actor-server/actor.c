@@ -11,8 +11,8 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "sched.h"
 #include "altq.h"
+#include "sched.h"
 #include "util.h"
 
 struct actor *actor_new(const char *name, actor_fn fn, void *state, struct sched *home,
