@@ -51,6 +51,7 @@ struct metrics_registry {
     struct metrics **threads;
     unsigned count;
     const uint64_t *store_users; /* gauge written with relaxed stores by the store owner */
+    const uint64_t *store_full_rejections; /* counter, the same */
     /* Adds the runtime's counts into *out (actor server); NULL: no runtime, all 0. */
     void (*runtime)(struct runtime_counts *out, void *ctx);
     void *runtime_ctx;
