@@ -24,9 +24,6 @@ enum sched_kind { SCHED_THREAD, SCHED_UV };
 /* Values of sched.idle. */
 enum { AWAKE = 0, IDLE = 1, STOPPED = 2 };
 
-/* Polls of an empty run queue before a worker sleeps: catches a reply that is a few
- * hundred nanoseconds away without a futex round trip. */
-#define SCHED_SPIN 64
 
 struct sched {
     struct sched_local local; /* runnable local halves; s's own thread only */
@@ -38,6 +35,7 @@ struct sched {
     unsigned actors;         /* atomics.h: actors homed here (bounds the run queue) */
     enum sched_kind kind;
     unsigned batch;
+    unsigned spin;           /* thread kind: polls of an empty run queue before sleeping */
     bool started;
     char name[16];
     pthread_t thread;        /* thread kind */
@@ -68,6 +66,7 @@ static struct sched *sched_alloc(enum sched_kind kind)
     atomics_store_relaxed(&s->actors, 0);
     s->kind = kind;
     s->batch = SCHED_DEFAULT_BATCH;
+    s->spin = SCHED_DEFAULT_SPIN;
     return s;
 }
 
@@ -162,6 +161,31 @@ static unsigned sched_run_some(struct sched *s, unsigned budget, unsigned *why)
     return runs;
 }
 
+/* Counts a wake-up issued from this thread (its scheduler's counts). */
+static void count_wakeup(void)
+{
+    struct sched *self = sched_self_tls;
+    if (self != NULL)
+        atomics_add64_one_writer(&self->local.counts.wakeups, 1);
+}
+
+void sched_count_send(const struct sched *to, int delta)
+{
+    struct sched *self = sched_self_tls;
+    if (self == NULL)
+        return;
+    atomics_add64_one_writer(&self->local.counts.messages, (uint64_t)(int64_t)delta);
+    if (to != self)
+        atomics_add64_one_writer(&self->local.counts.cross_thread, (uint64_t)(int64_t)delta);
+}
+
+void sched_counts_add(const struct sched *s, struct sched_counts *sum)
+{
+    sum->messages += atomics_load64_relaxed(&s->local.counts.messages);
+    sum->cross_thread += atomics_load64_relaxed(&s->local.counts.cross_thread);
+    sum->wakeups += atomics_load64_relaxed(&s->local.counts.wakeups);
+}
+
 static void futex_wait(unsigned *word, unsigned expected)
 {
     /* Returns at once if *word != expected; spurious returns are fine (callers loop). */
@@ -175,7 +199,7 @@ static void futex_wake(unsigned *word)
 
 static bool runq_wait_briefly(struct sched *s)
 {
-    for (int i = 0; i < SCHED_SPIN; i++) {
+    for (unsigned i = 0; i < s->spin; i++) {
         if (mailbox_depth(&s->runq) != 0)
             return true;
 #if defined(__x86_64__) || defined(__i386__)
@@ -250,6 +274,7 @@ static void sched_async_cb(uv_async_t *handle)
     if (!sched_run_budget(s, budget))
         return;
     if (sched_uv_pending(s)) {
+        count_wakeup();
         uv_async_send(&s->async);
         return;
     }
@@ -257,8 +282,10 @@ static void sched_async_cb(uv_async_t *handle)
     atomics_fence_seq_cst();
     if (mailbox_depth(&s->runq) != 0) {
         unsigned expected = IDLE;
-        if (atomics_cas_seq_cst(&s->idle, &expected, AWAKE))
+        if (atomics_cas_seq_cst(&s->idle, &expected, AWAKE)) {
+            count_wakeup();
             uv_async_send(&s->async);
+        }
     }
 }
 
@@ -283,8 +310,10 @@ void sched_uv_drain(struct sched *s)
     if (!sched_run_budget(s, SCHED_DRAIN_BUDGET))
         return;
     /* Work left over (budget spent): make sure the loop comes back for it. */
-    if (sched_uv_pending(s))
+    if (sched_uv_pending(s)) {
+        count_wakeup();
         uv_async_send(&s->async);
+    }
 }
 
 static void sched_prepare_cb(uv_prepare_t *handle)
@@ -339,6 +368,11 @@ int sched_new_uv(uv_loop_t *loop, struct sched **out)
 void sched_set_batch(struct sched *s, unsigned batch)
 {
     s->batch = batch > 0 ? batch : 1;
+}
+
+void sched_set_spin(struct sched *s, unsigned spin)
+{
+    s->spin = spin;
 }
 
 unsigned sched_batch(const struct sched *s)
@@ -445,6 +479,7 @@ void sched_ready(struct sched *s, struct actor *a)
     if (atomics_load_relaxed(&s->idle) != IDLE ||
         !atomics_cas_seq_cst(&s->idle, &expected, AWAKE))
         return;
+    count_wakeup();
     if (s->kind == SCHED_THREAD)
         futex_wake(&s->idle);
     else

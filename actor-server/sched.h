@@ -10,6 +10,7 @@
 #ifndef ACTOR_SCHED_H
 #define ACTOR_SCHED_H
 
+#include <stdint.h>
 #include <uv.h>
 
 struct actor;
@@ -17,6 +18,9 @@ struct sched;
 
 #define SCHED_DEFAULT_BATCH 64u
 #define SCHED_MAX_ACTORS 4095u
+/* Polls of an empty run queue before a worker sleeps: catches a reply that is a few
+ * hundred nanoseconds away without a futex round trip. */
+#define SCHED_DEFAULT_SPIN 64u
 
 /* Creates a thread scheduler (not yet running; see sched_start). name is copied (the
  * thread's name, up to 15 bytes shown). Aborts only on OOM. Any thread. */
@@ -45,6 +49,12 @@ void sched_uv_drain(struct sched *s);
 /* Sets how many messages one actor may handle per run (>= 1; default 64). Only before
  * sched_start. */
 void sched_set_batch(struct sched *s, unsigned batch);
+
+/* Sets how many times an idle thread scheduler polls its empty run queue (a pause
+ * instruction between polls) before it sleeps on its futex: 0 sleeps at once (every
+ * hand-off to it is then a wake-up), more trades CPU for fewer wake-ups. Default 64.
+ * Only before sched_start; a uv scheduler never spins (its loop blocks in epoll). */
+void sched_set_spin(struct sched *s, unsigned spin);
 
 /* Starts running actors: spawns the thread (thread kind; returns 0 or a negative errno
  * from pthread_create) or does nothing (uv kind: the loop runs it; returns 0). Once. */
@@ -90,11 +100,32 @@ static inline struct sched *sched_current(void)
     return sched_self_tls;
 }
 
+/* What the runtime did on one scheduler's thread (actor_*_total on /metrics): counters
+ * with that thread as their one writer (atomics.h one_writer adds, relaxed reads from any
+ * thread), summed at a scrape. Sends from a thread that runs no scheduler are not
+ * counted (the server makes none). */
+struct sched_counts {
+    uint64_t messages;     /* sends made on this thread (each hop) */
+    uint64_t cross_thread; /* of those, to an actor homed on another scheduler */
+    uint64_t wakeups;      /* futex wakes and uv_async_sends issued from this thread */
+};
+
 /* A scheduler's local run list: actors whose same-thread half became non-empty, FIFO,
- * linked through actor.local_next. Touched only by the scheduler's own thread. */
+ * linked through actor.local_next, and the counts of its thread. Touched only by the
+ * scheduler's own thread (the counts are read by any). */
 struct sched_local {
     struct actor *head, *tail;
+    struct sched_counts counts;
 };
+
+/* Adds s's counts into *sum (relaxed snapshots). Any thread. */
+void sched_counts_add(const struct sched *s, struct sched_counts *sum);
+
+/* Counts one send made on this thread to an actor homed on `to` (delta 1), or takes one
+ * back (delta -1: the push failed). For actor.c's out-of-line path, which counts before
+ * the push, so a scrape that sees a reply also sees the send. Any thread (a thread
+ * without a scheduler counts nothing). */
+void sched_count_send(const struct sched *to, int delta);
 
 /* s's local run list (fixed for s's lifetime; actor_new keeps it). Any thread. */
 struct sched_local *sched_local_of(struct sched *s);
