@@ -17,6 +17,11 @@ USAGE = """usage: python3 -m analysis COMMAND ARGS   (with runner/ on PYTHONPATH
                                  that phase
   result-line RUN_DIR            the run's one-line result (runner.sh's last line on stdout)
   summarize BATCH_DIR [TARGET]   write BATCH_DIR/index.json and summary.md
+  cost BATCH_DIR [MODE]          the cost account (cost.py): every server and scenario of the
+                                 batch (and a contended row per binary) measured by callgrind,
+                                 strace, /proc and /metrics; writes BATCH_DIR/cost.json
+  cost-one NAME SCENARIO [THREADS [CONNECTIONS DEPTH [MODE]]]
+                                 one row of the cost account, as JSON on stdout
   report BATCH_DIR WORK OUT      render report.html (runner/report.sh is the wrapper)
   compare A_DIR B_DIR            compare two batches (runner/compare.sh is the wrapper)
   equal-rate BATCH_DIR SCENARIO SAT_RATIO
@@ -283,6 +288,9 @@ def main(argv):
                           file=sys.stderr)
                     return 2
             summary.write(args[0], target)
+        elif cmd in ("cost", "cost-one"):
+            from . import cost
+            return cost.main(argv[1:] if cmd == "cost-one" else args)
         elif cmd == "report" and len(args) == 3:
             from . import report
             return report.main([argv[0]] + args)

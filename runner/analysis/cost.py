@@ -1,0 +1,453 @@
+"""cost: the batch's cost account (SPEC.md section 15): for every server and scenario of a
+batch, what one request costs the server in counts the host's noise cannot move:
+  instructions   user-space instructions of the whole server process, callgrind, the 2N-N
+                 difference of two fresh servers (burst mode: every round one wake-up that
+                 finds one request on every connection; the method of bench/instr-per-req.sh)
+  system calls   strace -f -c over a fresh server answering N and another answering 2N
+                 requests (closed loop), the difference per request, by kind
+  context switches  voluntary and involuntary, summed over the server's threads
+                 (/proc/PID/task/*/status), and the servers' own counters on /metrics
+                 (messages = hops, cross-thread hops, wake-ups, store-lock waits): one plain
+                 server, snapshots before and after N and then 2N more requests, so that
+                 the scrapes' own cost cancels ((d2N - dN) / N)
+plus a contended row per server binary: two server threads under a pipelined load, where
+the async server's mutex is contended and the actor server's messages cross threads.
+A tool that is missing (no valgrind, no strace) or a count a server does not expose gives
+null with the reason in the row's `unmeasured`.
+Starts servers (their definitions, servers.py) on 127.0.0.1 with the batch's build; ends only
+the processes it started. Writes BATCH_DIR/cost.json; summary.py puts it in index.json.
+"""
+import glob
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+from . import reqclient, servers
+
+ROOT = servers.ROOT
+FIELDS = ("instructions_per_request", "syscalls_per_request", "syscalls_by_kind_per_request",
+          "context_switches_per_request", "voluntary_context_switches_per_request",
+          "involuntary_context_switches_per_request", "hops_per_request", "cross_thread_hops_per_request",
+          "wakeups_per_request", "lock_waits_per_request", "lock_acquisitions_per_request")
+# row field -> the agreed /metrics counter
+COUNTERS = {"hops_per_request": "actor_messages_total",
+            "cross_thread_hops_per_request": "actor_cross_thread_hops_total",
+            "wakeups_per_request": "actor_wakeups_total",
+            "lock_waits_per_request": "store_lock_waits_total",
+            "lock_acquisitions_per_request": "store_lock_acquisitions_total"}
+SYSCALL_KINDS = (("read", ("read", "readv", "recvfrom", "recvmsg", "recvmmsg", "pread64")),
+                 ("write", ("write", "writev", "sendto", "sendmsg", "sendmmsg", "pwrite64")),
+                 ("epoll_wait", ("epoll_wait", "epoll_pwait", "epoll_pwait2")),
+                 ("futex", ("futex",)))
+# requests per measurement (N; the 2N-N methods also run 2N): (callgrind, strace, plain)
+SIZES = {"full": (2000, 2000, 10000), "quick": (2000, 2000, 10000), "smoke": (300, 300, 1000)}
+CONNECTIONS = 8
+CONTENDED = {"threads": 2, "connections": 16, "depth": 4, "scenario": "s2"}
+READY_S = 60
+METHOD = {"instructions": "callgrind 2N-N (two fresh servers, burst rounds of one request a connection)",
+          "syscalls": "strace -f -c 2N-N (two fresh servers, closed loop)",
+          "context_switches": "/proc/PID/task/*/status, (d2N - dN) / N in one server, closed loop",
+          "counters": "/metrics deltas, (d2N - dN) / N in one server, closed loop"}
+
+
+class Unmeasured(Exception):
+    """A count that could not be taken; the message is the reason."""
+
+
+def _say(msg):
+    print(f"cost: {msg}", file=sys.stderr, flush=True)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Setup:
+    """One row to measure: SERVER (servers.Server) on SCENARIO with THREADS server threads,
+    VARIABLES the runner variables its env_args read, the closed loop's CONNECTIONS and DEPTH,
+    SIZES (callgrind, strace, plain N), CONTENDED for the contended row."""
+
+    def __init__(self, server, scenario, threads=1, variables=None, connections=CONNECTIONS, depth=1,
+                 sizes=SIZES["quick"], contended=False, build=None):
+        self.server, self.scenario, self.threads = server, scenario, threads
+        self.variables = dict(os.environ if variables is None else variables)
+        self.connections, self.depth, self.sizes, self.contended = connections, depth, sizes, contended
+        self.build = build or os.path.join(ROOT, os.environ.get("BUILD", "build"))
+        self.mix = os.path.join(ROOT, "loadgen-scripts", servers.MIXES[scenario])
+        self.bearer = self.variables.get("BEARER") or "test-token-aaaaaaaaaaaaaaaaaaaa"
+
+
+class Server:
+    """A started server process (under WRAPPER, a list of words, or none) in its own
+    temporary folder; stop() ends it and waits."""
+
+    def __init__(self, setup, wrapper=()):
+        self.setup = setup
+        # strace killed by a signal writes no summary: the signal goes to its child, the server
+        self.traced = bool(wrapper) and os.path.basename(wrapper[0]) == "strace"
+        self.dir = tempfile.mkdtemp(prefix="cost.")
+        self.port = free_port()
+        values = {"root": ROOT, "build": setup.build, "host": "127.0.0.1", "port": self.port,
+                  "threads": setup.threads, "db": os.path.join(self.dir, "server.db"),
+                  "bearer": setup.bearer, "seed_users": setup.variables.get("SEED_USERS", "10000"),
+                  "access_log": "/dev/null", "run_dir": self.dir}
+        argv, env = servers.expand(setup.server, values, setup.variables)
+        self.log = os.path.join(self.dir, "server.log")
+        with open(self.log, "wb") as log:
+            self.proc = subprocess.Popen(list(wrapper) + argv, stdout=log, stderr=subprocess.STDOUT,
+                                         env=dict(os.environ, **env), cwd=self.dir, start_new_session=True)
+        self._wait_ready()
+
+    def tail(self):
+        try:
+            with open(self.log, encoding="utf-8", errors="replace") as fh:
+                return " | ".join(fh.read().strip().splitlines()[-3:])
+        except OSError:
+            return ""
+
+    def _wait_ready(self):
+        path = self.setup.server.ready_path
+        end = time.monotonic() + READY_S
+        while time.monotonic() < end:
+            if self.proc.poll() is not None:
+                raise Unmeasured(f"the server exited ({self.proc.returncode}) at start: {self.tail()}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=5) as s:
+                    s.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode())
+                    if s.recv(16).startswith(b"HTTP/1."):
+                        return
+            except OSError:
+                pass
+            time.sleep(0.1)
+        self.stop()
+        raise Unmeasured(f"the server was not ready after {READY_S} s")
+
+    def send(self, n, mode="closed"):
+        s = self.setup
+        try:
+            out = reqclient.send(self.port, s.mix, n, s.connections, mode, self.proc.pid if mode == "burst" else None,
+                                 1, s.bearer, s.depth if mode == "closed" else 1)
+        except (OSError, ValueError) as e:
+            raise Unmeasured(f"the client failed: {e}; server: {self.tail()}") from e
+        if out["unexpected_status"]:
+            raise Unmeasured(f"unexpected statuses {out['unexpected_status']}")
+
+    def _child(self):
+        """The first child of the process started (the server under strace), or None."""
+        try:
+            with open(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children", encoding="ascii") as fh:
+                kids = fh.read().split()
+            return int(kids[0]) if kids else None
+        except (OSError, ValueError):
+            return None
+
+    def stop(self):
+        if self.proc.poll() is None:
+            sig = getattr(signal, "SIG" + self.setup.server.stop_signal, signal.SIGTERM)
+            child = self._child() if self.traced else None
+            if child is not None:
+                os.kill(child, sig)
+            else:
+                self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def close(self):
+        self.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def callgrind_total(path):
+    """The Ir total of a callgrind output file ("summary:" or "totals:"), or None."""
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            m = re.match(r"^(summary|totals):\s*(\d+)", line)
+            if m:
+                return int(m.group(2))
+    return None
+
+
+def instructions(setup):
+    """User-space instructions per request (callgrind, 2N-N)."""
+    if not shutil.which("valgrind"):
+        raise Unmeasured("valgrind is not installed")
+    if not setup.server.build:
+        raise Unmeasured("not one of this project's servers: callgrind of a foreign runtime is outside the stage's time")
+    n = setup.sizes[0]
+    totals = []
+    for k in (n, 2 * n):
+        tmp = tempfile.mkdtemp(prefix="cost-cg.")
+        try:
+            out = os.path.join(tmp, "cg.out")
+            srv = Server(setup, ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"])
+            try:
+                srv.send(k, "burst")
+            finally:
+                srv.close()
+            ir = callgrind_total(out) if os.path.exists(out) else None
+            if ir is None:
+                raise Unmeasured("callgrind wrote no total")
+            totals.append(ir)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return (totals[1] - totals[0]) / n
+
+
+def strace_counts(path):
+    """{syscall: calls} of an strace -c summary file."""
+    out = {}
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            f = line.split()
+            if len(f) >= 5 and f[-1] != "total" and re.match(r"^\d+(\.\d+)?$", f[0]):
+                # % time, seconds, usecs/call, calls, [errors,] syscall
+                try:
+                    out[f[-1]] = out.get(f[-1], 0) + int(f[3])
+                except ValueError:
+                    continue
+    return out
+
+
+def by_kind(counts):
+    kinds = {k: 0 for k, _ in SYSCALL_KINDS}
+    kinds["other"] = 0
+    for name, calls in counts.items():
+        kind = next((k for k, names in SYSCALL_KINDS if name in names), "other")
+        kinds[kind] += calls
+    return kinds
+
+
+def syscalls(setup):
+    """(system calls per request, {kind: per request}) by strace -f -c, 2N-N."""
+    if not shutil.which("strace"):
+        raise Unmeasured("strace is not installed")
+    n = setup.sizes[1]
+    kinds = []
+    for k in (n, 2 * n):
+        tmp = tempfile.mkdtemp(prefix="cost-st.")
+        try:
+            out = os.path.join(tmp, "strace.out")
+            srv = Server(setup, ["strace", "-f", "-c", "-o", out, "--"])
+            try:
+                srv.send(k, "closed")
+            finally:
+                srv.close()
+            if not os.path.exists(out):
+                raise Unmeasured("strace wrote no summary")
+            counts = strace_counts(out)
+            if not counts:
+                raise Unmeasured("strace's summary is empty (ptrace not permitted?)")
+            kinds.append(by_kind(counts))
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    per = {k: (kinds[1][k] - kinds[0][k]) / n for k in kinds[0]}
+    return sum(per.values()), per
+
+
+def task_switches(pid):
+    """(voluntary, involuntary) context switches summed over the threads of PID."""
+    vol = inv = 0
+    for st in glob.glob(f"/proc/{pid}/task/*/status"):
+        try:
+            with open(st, encoding="ascii") as fh:
+                for line in fh:
+                    if line.startswith("voluntary_ctxt_switches:"):
+                        vol += int(line.split()[1])
+                    elif line.startswith("nonvoluntary_ctxt_switches:"):
+                        inv += int(line.split()[1])
+        except OSError:
+            continue
+    return vol, inv
+
+
+def scrape(port):
+    """The /metrics samples (promtext), or None when the server has no /metrics."""
+    from . import promtext
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+            return promtext.parse(r.read().decode("utf-8", "replace"))
+    except (OSError, ValueError):
+        return None
+
+
+def plain(setup):
+    """Context switches, the /metrics counters, the server's threads and its runtime flags:
+    (fields dict, unmeasured dict)."""
+    n = setup.sizes[2]
+    srv = Server(setup)
+    fields, why = {}, {}
+    try:
+        pid = srv.proc.pid
+        srv.send(max(n // 10, setup.connections), "closed")   # warm-up: connections, caches
+        snaps = []
+        for k in (0, n, 2 * n):
+            if k:
+                srv.send(k, "closed")
+            snaps.append((task_switches(pid), scrape(srv.port)))
+        threads = len(os.listdir(f"/proc/{pid}/task"))
+    finally:
+        srv.close()
+    (v0, i0), m0 = snaps[0]
+    (v1, i1), m1 = snaps[1]
+    (v2, i2), m2 = snaps[2]
+    vol = ((v2 - v1) - (v1 - v0)) / n
+    inv = ((i2 - i1) - (i1 - i0)) / n
+    fields.update(voluntary_context_switches_per_request=vol, involuntary_context_switches_per_request=inv,
+                  context_switches_per_request=vol + inv, server_threads=threads)
+    fields["flags"] = {}
+    if m0 is None or m2 is None:
+        for f in COUNTERS:
+            fields[f] = None
+            why[f] = "the server has no /metrics"
+        return fields, why
+    from . import promtext
+    names = {n for n, _, _ in m2}
+    for f, name in COUNTERS.items():
+        if name not in names:
+            fields[f] = None
+            why[f] = f"{name} is absent from the server's /metrics (a server without the counter)"
+            continue
+        d1, d2 = promtext.delta(m0, m1, name), promtext.delta(m1, m2, name)
+        fields[f] = (d2 - d1) / n
+    info = [lab for nm, lab, _ in m2 if nm == "actor_runtime_info"]
+    fields["flags"] = dict(info[0]) if info else {}
+    return fields, why
+
+
+def measure(setup):
+    """One cost row for SETUP (every key of FIELDS, null with a reason when unmeasured)."""
+    row = {"server": setup.server.name, "scenario": setup.scenario, "contended": setup.contended,
+           "server_threads": None, "flags": {}, "connections": setup.connections, "depth": setup.depth,
+           "requests": {"instructions": setup.sizes[0], "syscalls": setup.sizes[1], "plain": setup.sizes[2]},
+           "method": METHOD, "unmeasured": {}}
+    for f in FIELDS:
+        row[f] = None
+    t0 = time.monotonic()
+    try:
+        fields, why = plain(setup)
+        row.update(fields)
+        row["unmeasured"].update(why)
+    except Unmeasured as e:
+        for f in ("context_switches_per_request", "voluntary_context_switches_per_request",
+                  "involuntary_context_switches_per_request", *COUNTERS):
+            row["unmeasured"][f] = str(e)
+    try:
+        total, kinds = syscalls(setup)
+        row["syscalls_per_request"], row["syscalls_by_kind_per_request"] = total, kinds
+    except Unmeasured as e:
+        row["unmeasured"]["syscalls_per_request"] = row["unmeasured"]["syscalls_by_kind_per_request"] = str(e)
+    try:
+        row["instructions_per_request"] = instructions(setup)
+    except Unmeasured as e:
+        row["unmeasured"]["instructions_per_request"] = str(e)
+    row["seconds"] = round(time.monotonic() - t0, 1)
+    return row
+
+
+def plan(batch_dir, mode, variables=None):
+    """The Setups of BATCH_DIR: every (server, scenario) of matrix.json's groups, one thread
+    (SERVER_THREADS when set), then a contended row (two threads, pipelined) for the first
+    server of each of this project's binaries that serves s2."""
+    with open(os.path.join(batch_dir, "matrix.json"), encoding="utf-8") as fh:
+        m = json.load(fh)
+    variables = dict(os.environ if variables is None else variables)
+    defs = servers.load_all()
+    sizes = SIZES.get(mode, SIZES["quick"])
+    threads = int(variables.get("SERVER_THREADS") or 1)
+    out, seen = [], set()
+    for g in m.get("groups", []):
+        for name in g["servers"]:
+            out.append(Setup(defs[name], g["scenario"], threads, variables, sizes=sizes))
+    for g in m.get("groups", []):
+        for name in g["servers"]:
+            srv = defs[name]
+            key = tuple(srv.build)
+            if not srv.build or key in seen or not srv.serves(CONTENDED["scenario"]):
+                continue
+            seen.add(key)
+            out.append(Setup(srv, CONTENDED["scenario"], CONTENDED["threads"], variables,
+                             CONTENDED["connections"], CONTENDED["depth"], sizes, contended=True))
+    return out
+
+
+def missing_tools():
+    """{tool: reason} of the tools this host lacks."""
+    return {t: f"{t} is not installed" for t in ("valgrind", "strace") if not shutil.which(t)}
+
+
+def run(batch_dir, mode="quick"):
+    """Measures every row of plan(BATCH_DIR) and writes BATCH_DIR/cost.json. Returns 0."""
+    setups = plan(batch_dir, mode)
+    for t, why in missing_tools().items():
+        _say(f"{why}: its counts are null in every row")
+    rows = []
+    for i, s in enumerate(setups, 1):
+        _say(f"[{i}/{len(setups)}] {s.server.name} {s.scenario}{' (contended: 2 threads, pipelined)' if s.contended else ''} ...")
+        row = measure(s)
+        rows.append(row)
+        _say(f"[{i}/{len(setups)}] {s.server.name} {s.scenario}: {line(row)} ({row['seconds']} s)")
+    doc = {"mode": mode, "method": METHOD, "contended_setup": CONTENDED, "rows": rows}
+    tmp = os.path.join(batch_dir, "cost.json.tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(doc, fh, indent=1)
+    os.replace(tmp, os.path.join(batch_dir, "cost.json"))
+    return 0
+
+
+def _f(v, d=1):
+    return "-" if v is None else f"{v:,.{d}f}"
+
+
+def line(row):
+    """One line of a row's counts."""
+    return (f"{_f(row['instructions_per_request'], 0)} instr, {_f(row['syscalls_per_request'], 2)} syscalls, "
+            f"{_f(row['context_switches_per_request'], 3)} ctx sw, {_f(row['hops_per_request'], 2)} hops, "
+            f"{_f(row['cross_thread_hops_per_request'], 2)} cross, {_f(row['wakeups_per_request'], 3)} wake-ups, "
+            f"{_f(row['lock_waits_per_request'], 4)} lock waits a request")
+
+
+def estimate_s(n_rows, mode):
+    """A rough time of the stage for N_ROWS rows on 2 CPUs, in seconds."""
+    return n_rows * (12 if mode == "smoke" else 25)
+
+
+def load(batch_dir):
+    """The rows of BATCH_DIR/cost.json, or None when the stage did not run."""
+    path = os.path.join(batch_dir, "cost.json")
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as fh:
+        return json.load(fh).get("rows", [])
+
+
+def main(argv):
+    """analysis cost BATCH_DIR [MODE] | cost-one NAME SCENARIO [THREADS [CONNECTIONS DEPTH]] [MODE]"""
+    if argv and argv[0] == "cost-one":
+        a = argv[1:]
+        if len(a) < 2:
+            raise SystemExit("usage: cost-one NAME SCENARIO [THREADS [CONNECTIONS DEPTH [MODE]]]")
+        defs = servers.load_all()
+        threads = int(a[2]) if len(a) > 2 else 1
+        conns = int(a[3]) if len(a) > 3 else CONNECTIONS
+        depth = int(a[4]) if len(a) > 4 else 1
+        mode = a[5] if len(a) > 5 else "quick"
+        row = measure(Setup(servers.get(defs, a[0]), a[1], threads, None, conns, depth, SIZES[mode],
+                            contended=threads > 1))
+        print(json.dumps(row, indent=1))
+        return 0
+    if not argv or len(argv) > 2:
+        raise SystemExit("usage: cost BATCH_DIR [full|quick|smoke]")
+    return run(argv[0], argv[1] if len(argv) > 1 else "quick")
