@@ -451,3 +451,138 @@ def main(argv):
     if not argv or len(argv) > 2:
         raise SystemExit("usage: cost BATCH_DIR [full|quick|smoke]")
     return run(argv[0], argv[1] if len(argv) > 1 else "quick")
+
+
+# ---- index.json and summary.md ---------------------------------------------------------------
+
+def extra(cand, base):
+    """The candidate's extra cost over the baseline (two cost rows): a dict of differences per
+    request and, where the candidate counts hops, per hop; None when a row is missing."""
+    if not cand or not base:
+        return None
+    out = {}
+    for k in ("instructions_per_request", "syscalls_per_request", "context_switches_per_request"):
+        a, b = cand.get(k), base.get(k)
+        out[k] = None if a is None or b is None else a - b
+    hops = cand.get("hops_per_request")
+    out["hops_per_request"] = hops
+    ins = out["instructions_per_request"]
+    out["instructions_per_hop"] = ins / hops if ins is not None and hops else None
+    return out
+
+
+def extra_words(e):
+    """"+345 instructions a request over 6 hops: 57 a hop" (and the system calls, switches)."""
+    if e is None or e["instructions_per_request"] is None:
+        return "instructions not counted"
+    words = f"{e['instructions_per_request']:+,.0f} instructions a request"
+    if e["hops_per_request"]:
+        words += f" over {e['hops_per_request']:.3g} hops: {e['instructions_per_hop']:,.0f} a hop"
+    if e["syscalls_per_request"] is not None:
+        words += f"; {e['syscalls_per_request']:+.2f} system calls"
+    if e["context_switches_per_request"] is not None:
+        words += f"; {e['context_switches_per_request']:+.3f} context switches"
+    return words
+
+
+def section(batch_dir, comparisons):
+    """index.json's `cost` list: the rows of cost.json, each non-contended candidate row with
+    `extra_over_baseline` (the comparison's baseline on the same scenario); None when the
+    stage did not run (--no-cost, or a batch before it)."""
+    rows = load(batch_dir)
+    if rows is None:
+        return None
+    for r in rows:
+        r.setdefault("unmeasured", {})
+        base = next((c["baseline"] for c in comparisons
+                     if c["candidate"] == r["server"] and c["scenario"] == r["scenario"]), None)
+        b = next((x for x in rows if x["server"] == base and x["scenario"] == r["scenario"]
+                  and x.get("contended") == r.get("contended")), None) if base else None
+        r["baseline"] = base
+        r["extra_over_baseline"] = extra(r, b) if b else None
+    return rows
+
+
+def _n(v, d):
+    return "-" if v is None else f"{v:,.{d}f}"
+
+
+def _table(rows, w):
+    w("| scenario | server | threads | instructions | system calls (read, write, epoll_wait, futex, other) | "
+      "context switches (voluntary + involuntary) | hops | cross-thread hops | wake-ups | lock waits |")
+    w("| --- | --- | ---: | ---: | --- | --- | ---: | ---: | ---: | ---: |")
+    for r in rows:
+        k = r.get("syscalls_by_kind_per_request") or {}
+        kinds = ", ".join(_n(k.get(x), 2) for x in ("read", "write", "epoll_wait", "futex", "other")) if k else ""
+        flags = " ".join(f"{a}={b}" for a, b in sorted((r.get("flags") or {}).items())
+                         if a in ("placement", "message", "mailbox"))
+        w(f"| {r['scenario']} | {r['server']}{f' ({flags})' if flags else ''} | {_n(r.get('server_threads'), 0)} | "
+          f"{_n(r['instructions_per_request'], 0)} | {_n(r['syscalls_per_request'], 2)}{f' ({kinds})' if kinds else ''} | "
+          f"{_n(r['context_switches_per_request'], 3)} ({_n(r['voluntary_context_switches_per_request'], 3)} + "
+          f"{_n(r['involuntary_context_switches_per_request'], 3)}) | {_n(r['hops_per_request'], 2)} | "
+          f"{_n(r['cross_thread_hops_per_request'], 2)} | {_n(r['wakeups_per_request'], 3)} | "
+          f"{_n(r['lock_waits_per_request'], 4)} |")
+
+
+def markdown_lines(index):
+    """summary.md's cost sections (the cost account, the contended run), from index.json."""
+    rows = index.get("cost")
+    if rows is None:
+        return []
+    out = []
+    w = out.append
+    plain_rows = [r for r in rows if not r.get("contended")]
+    cont = [r for r in rows if r.get("contended")]
+    w("")
+    w("## Cost account: per request, counted")
+    w("")
+    w("Counts per request of the binaries this batch measured, one server thread unless SERVER_THREADS said "
+      "otherwise: user-space instructions (callgrind, 2N-N, whole process), system calls by kind (strace -f -c, "
+      "2N-N), context switches summed over the server's threads and the servers' own counters (/metrics), "
+      "SPEC.md section 15. Counts do not move with the host's noise as times do; \"-\" is not measured (why: "
+      "below).")
+    w("")
+    _table(plain_rows, w)
+    ratios = {(c["scenario"], c["candidate"], c["baseline"]): c for c in index.get("comparisons") or []}
+    lines = []
+    for r in plain_rows:
+        if r.get("baseline") is None:
+            continue
+        c = ratios.get((r["scenario"], r["server"], r["baseline"]), {})
+        ci = "" if c.get("ci_low") is None else f" ({_n(c['ci_low'], 2)}-{_n(c['ci_high'], 2)})"
+        lines.append(f"- {r['scenario']} {r['server']} / {r['baseline']}: throughput ratio "
+                     f"{_n(c.get('ratio'), 3)}{ci}; {extra_words(r.get('extra_over_baseline'))}")
+    if lines:
+        w("")
+        w("Beside the throughput ratio, the candidate's extra cost per request (and per hop):")
+        w("")
+        out.extend(lines)
+    if cont:
+        w("")
+        w("## Contended run (reported, never part of the verdict)")
+        w("")
+        w("Two server threads under a pipelined load (several requests in flight on every connection): the case "
+          "where the async server's store mutex is contended and the actor server's messages cross threads. "
+          "Counts per request; what this configuration can and cannot show: SPEC.md section 15.3.")
+        w("")
+        _table(cont, w)
+        w("")
+        for r in cont:
+            lw, ch = r.get("lock_waits_per_request"), r.get("cross_thread_hops_per_request")
+            seen = []
+            if lw is not None:
+                seen.append(f"lock waits {'> 0' if lw > 0 else '= 0 (not contended)'}")
+            if ch is not None:
+                seen.append(f"cross-thread hops {'> 0' if ch > 0 else '= 0 (none crossed)'}")
+            w(f"- {r['server']}: {', '.join(seen) or 'no counters'}")
+    why = {}
+    for r in rows:
+        for f, reason in (r.get("unmeasured") or {}).items():
+            why.setdefault(reason, set()).add(f)
+    if why:
+        w("")
+        w("Not measured:")
+        w("")
+        for reason, fields in sorted(why.items()):
+            w(f"- {', '.join(sorted(fields))}: {reason}")
+    return out

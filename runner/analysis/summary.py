@@ -9,7 +9,7 @@ import datetime
 import json
 import os
 
-from . import batch, rules, scaling, stats, sweep, threads, verdict
+from . import batch, cost, ladder, rules, scaling, stats, sweep, threads, verdict
 from .fmt import LOADGEN_MARK, STATIONARY_MARK, known, num, pct, plural, with_unit
 from .rules import is_num
 
@@ -199,6 +199,8 @@ def build_index(batch_dir, target=None, generated=None):
         "runs": sat, "probe_runs": probes, "equal_load_runs": eq,
         "sweep": sweep.section(b, comparisons),
         "scaling": scaling.section(runs, m, b.groups),
+        "cost": cost.section(batch_dir, comparisons),
+        "ladder": ladder.section(batch_dir, comparisons, cost.load(batch_dir)),
     }
 
 
@@ -447,6 +449,8 @@ def render_markdown(index):
     out.extend(sweep.markdown_lines(index))
     out.extend(scaling.markdown_lines(index))
     out.extend(threads.markdown_lines(index))
+    out.extend(cost.markdown_lines(index))
+    out.extend(ladder.markdown_lines(index))
     if index.get("failures"):
         w("")
         w("## Failures")
