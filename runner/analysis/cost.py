@@ -72,6 +72,21 @@ def free_port():
         return s.getsockname()[1]
 
 
+def listening(port):
+    """True when a socket listens on PORT (/proc/net/tcp or tcp6, state 0A)."""
+    for f in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(f, encoding="ascii") as fh:
+                next(fh)
+                for line in fh:
+                    parts = line.split()
+                    if parts[3] == "0A" and int(parts[1].rsplit(":", 1)[1], 16) == port:
+                        return True
+        except (OSError, StopIteration, IndexError, ValueError):
+            continue
+    return False
+
+
 class Setup:
     """One row to measure: SERVER (servers.Server) on SCENARIO with THREADS server threads,
     VARIABLES the runner variables its env_args read, the closed loop's CONNECTIONS and DEPTH,
@@ -116,19 +131,23 @@ class Server:
             return ""
 
     def _wait_ready(self):
+        """Waits until the port listens (read from /proc/net/tcp: no connection, so no cost
+        the server must count), then one GET of the ready path (the same cost in every run,
+        cancelled by the differences)."""
         path = self.setup.server.ready_path
         end = time.monotonic() + READY_S
         while time.monotonic() < end:
             if self.proc.poll() is not None:
                 raise Unmeasured(f"the server exited ({self.proc.returncode}) at start: {self.tail()}")
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=5) as s:
-                    s.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode())
-                    if s.recv(16).startswith(b"HTTP/1."):
-                        return
-            except OSError:
-                pass
-            time.sleep(0.1)
+            if listening(self.port):
+                try:
+                    with socket.create_connection(("127.0.0.1", self.port), timeout=30) as s:
+                        s.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode())
+                        if s.recv(16).startswith(b"HTTP/1."):
+                            return
+                except OSError:
+                    pass
+            time.sleep(0.05)
         self.stop()
         raise Unmeasured(f"the server was not ready after {READY_S} s")
 
@@ -306,7 +325,7 @@ def plain(setup):
     vol = ((v2 - v1) - (v1 - v0)) / n
     inv = ((i2 - i1) - (i1 - i0)) / n
     fields.update(voluntary_context_switches_per_request=vol, involuntary_context_switches_per_request=inv,
-                  context_switches_per_request=vol + inv, server_threads=threads)
+                  context_switches_per_request=vol + inv, process_threads=threads)
     fields["flags"] = {}
     if m0 is None or m2 is None:
         for f in COUNTERS:
@@ -330,7 +349,7 @@ def plain(setup):
 def measure(setup):
     """One cost row for SETUP (every key of FIELDS, null with a reason when unmeasured)."""
     row = {"server": setup.server.name, "scenario": setup.scenario, "contended": setup.contended,
-           "server_threads": None, "flags": {}, "connections": setup.connections, "depth": setup.depth,
+           "server_threads": setup.threads, "process_threads": None, "flags": {}, "connections": setup.connections, "depth": setup.depth,
            "requests": {"instructions": setup.sizes[0], "syscalls": setup.sizes[1], "plain": setup.sizes[2]},
            "method": METHOD, "unmeasured": {}}
     for f in FIELDS:
