@@ -45,6 +45,10 @@ SAT_RATIO="${SAT_RATIO:-0.7}"             # sustained rate = SAT_RATIO x saturat
 BEARER="${BEARER:-test-token-aaaaaaaaaaaaaaaaaaaa}"
 ACTOR_WORKERS="${ACTOR_WORKERS:-}"        # actor-server --workers (unset: server default 0)
 GROUP_COMMIT="${GROUP_COMMIT:-}"          # --group-commit N for actor-server (unset: server default 1)
+ACTOR_PLACEMENT="${ACTOR_PLACEMENT:-}"    # actor-server ladder: --placement local|spread (unset: local)
+ACTOR_MESSAGE="${ACTOR_MESSAGE:-}"        # --message pointer|malloc|copy (unset: pointer)
+ACTOR_MAILBOX="${ACTOR_MAILBOX:-}"        # --mailbox vyukov|ring|mutex (unset: vyukov)
+ACTOR_DRAIN="${ACTOR_DRAIN:-}"            # --drain N, 1..4096 (unset: 64)
 SEED_USERS="${SEED_USERS:-10000}"         # must match the mix files' id range
 REQ_TIMEOUT_SEC="${REQ_TIMEOUT_SEC:-10}"  # loadgen per-request timeout
 LOADGEN_TICK="${LOADGEN_TICK:-}"          # loadgen --tick at a constant rate (unset: its default)
@@ -133,7 +137,8 @@ Environment (an option beats it; it beats --quick/--smoke):
   idle; both: every hardware thread; off: one thread per core on both sides) CPU_MASK (plan
   on this CPU list instead of the affinity mask) CPU_TOPOLOGY_ROOT (/sys/devices/system/cpu)
   SERVER_THREADS (the server's --threads; default its CPU count; more is oversubscribed,
-  warned about) SERVER_CPU_COUNT (the plan's server CPUs instead of its default) SAT_RATIO (0.7) BEARER ACTOR_WORKERS GROUP_COMMIT (1: every POST
+  warned about) SERVER_CPU_COUNT (the plan's server CPUs instead of its default) SAT_RATIO (0.7) BEARER ACTOR_WORKERS ACTOR_PLACEMENT ACTOR_MESSAGE ACTOR_MAILBOX ACTOR_DRAIN
+  (the actor server's runtime ladder, actor-server --help) GROUP_COMMIT (1: every POST
   committed alone, in both servers; N > 1: the actor server's store actor commits up to N
   POSTs together, async-server stays at 1) SEED_USERS (10000) REQ_TIMEOUT_SEC (10) LOADGEN_TICK
   STOP_TIMEOUT_SEC (5) READY_TIMEOUT_SEC (15: the ready_path must answer 200 by then)
@@ -322,6 +327,14 @@ parse_args() {
     if [[ -n "$ACTOR_WORKERS" ]]; then
         is_uint "$ACTOR_WORKERS" || usage_error "ACTOR_WORKERS must be a whole number, got '$ACTOR_WORKERS'"
     fi
+    # the actor server's ladder (actor-server --help); exported: env_args reads them
+    [[ -z "$ACTOR_PLACEMENT" || "$ACTOR_PLACEMENT" =~ ^(local|spread)$ ]] || usage_error "ACTOR_PLACEMENT must be local or spread, got '$ACTOR_PLACEMENT'"
+    [[ -z "$ACTOR_MESSAGE" || "$ACTOR_MESSAGE" =~ ^(pointer|malloc|copy)$ ]] || usage_error "ACTOR_MESSAGE must be pointer, malloc or copy, got '$ACTOR_MESSAGE'"
+    [[ -z "$ACTOR_MAILBOX" || "$ACTOR_MAILBOX" =~ ^(vyukov|ring|mutex)$ ]] || usage_error "ACTOR_MAILBOX must be vyukov, ring or mutex, got '$ACTOR_MAILBOX'"
+    if [[ -n "$ACTOR_DRAIN" ]] && { ! is_pos_int "$ACTOR_DRAIN" || (( 10#$ACTOR_DRAIN > 4096 )); }; then
+        usage_error "ACTOR_DRAIN must be a whole number in 1..4096, got '$ACTOR_DRAIN'"
+    fi
+    export ACTOR_PLACEMENT ACTOR_MESSAGE ACTOR_MAILBOX ACTOR_DRAIN
     if [[ -n "$GROUP_COMMIT" ]]; then
         # the servers' --group-commit range (common/options.h OPTIONS_GROUP_COMMIT_MAX)
         if ! is_pos_int "$GROUP_COMMIT" || (( 10#$GROUP_COMMIT > 64 )); then

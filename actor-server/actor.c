@@ -12,6 +12,7 @@
 #include <stdlib.h>
 
 #include "sched.h"
+#include "altq.h"
 #include "util.h"
 
 struct actor *actor_new(const char *name, actor_fn fn, void *state, struct sched *home,
@@ -34,6 +35,10 @@ struct actor *actor_new(const char *name, actor_fn fn, void *state, struct sched
     a->fn = fn;
     a->state = state;
     a->home = home;
+    a->fast_home = home;
+    a->alt = NULL;
+    a->msg_ops = NULL;
+    a->via_mailbox = false;
     a->home_local = sched_local_of(home);
     a->local_ready = false;
     a->local_next = NULL;
@@ -58,13 +63,50 @@ void actor_free(struct actor *a)
         return;
     sched_detach(a->home);
     localq_destroy(&a->local);
-    mailbox_destroy(&a->mailbox);
+    if (a->alt != NULL) {
+        altq_destroy(a->alt);
+        free(a->alt);
+    } else {
+        mailbox_destroy(&a->mailbox);
+    }
     free(a);
 }
 
-int actor_send_remote(struct actor *a, void *msg)
+/* Never a scheduler: an actor whose fast_home points here takes actor_send_slow. */
+static const char slow_only;
+
+int actor_set_mailbox(struct actor *a, enum actor_mailbox_kind kind)
 {
-    int rc = mailbox_push(&a->mailbox, msg);
+    unsigned size = mailbox_capacity(&a->mailbox) + 1;
+    struct altq *q;
+    int rc;
+
+    if (kind == ACTOR_MAILBOX_VYUKOV || a->alt != NULL)
+        return kind == ACTOR_MAILBOX_VYUKOV && a->alt == NULL ? 0 : -EINVAL;
+    if (kind != ACTOR_MAILBOX_RING && kind != ACTOR_MAILBOX_MUTEX)
+        return -EINVAL;
+    q = xmalloc(sizeof *q);
+    rc = altq_init(q, kind == ACTOR_MAILBOX_RING ? ALTQ_RING : ALTQ_MUTEX, size);
+    if (rc != 0) {
+        free(q);
+        return rc;
+    }
+    mailbox_destroy(&a->mailbox);
+    a->alt = q;
+    return 0;
+}
+
+void actor_set_route(struct actor *a, const struct actor_msg_ops *ops, bool via_mailbox)
+{
+    a->msg_ops = ops;
+    a->via_mailbox = via_mailbox;
+    a->fast_home = ops != NULL || via_mailbox ? (struct sched *)(uintptr_t)&slow_only : a->home;
+}
+
+/* The cross-thread half's push: queue, count pending, schedule a on the 0 -> 1 edge. */
+static int push_remote(struct actor *a, void *msg)
+{
+    int rc = a->alt != NULL ? altq_push(a->alt, msg) : mailbox_push(&a->mailbox, msg);
 
     if (rc != 0)
         return rc;
@@ -73,6 +115,35 @@ int actor_send_remote(struct actor *a, void *msg)
     if (atomics_add_acq_rel(&a->pending, 1) == 0)
         sched_ready(a->home, a);
     return 0;
+}
+
+int actor_send_remote(struct actor *a, void *msg)
+{
+    int rc = push_remote(a, msg);
+    if (rc == 0)
+        sched_count_send(a->home);
+    return rc;
+}
+
+int actor_send_slow(struct actor *a, void *msg)
+{
+    const struct actor_msg_ops *ops = a->msg_ops;
+    void *m = ops != NULL ? ops->wrap(msg) : msg;
+    int rc;
+
+    if (a->home == sched_current() && !a->via_mailbox)
+        rc = actor_push_local(a, m);
+    else
+        rc = push_remote(a, m);
+    if (rc == 0)
+        sched_count_send(a->home);
+    if (ops != NULL) {
+        if (rc != 0)
+            ops->unsent(m);
+        else if (ops->sent != NULL)
+            ops->sent(msg);
+    }
+    return rc;
 }
 
 enum actor_run_result actor_run(struct actor *a, unsigned batch)
@@ -88,7 +159,8 @@ enum actor_run_result actor_run(struct actor *a, unsigned batch)
     while (done < n) {
         /* The mailbox holds at least pending >= n claimed messages; the next one may not
          * be published yet (its sender was preempted between claim and publish). */
-        int rc = mailbox_try_pop(&a->mailbox, &msg);
+        int rc = a->alt != NULL ? altq_try_pop(a->alt, &msg)
+                                : mailbox_try_pop(&a->mailbox, &msg);
         if (rc == -EBUSY) {
             stalled = true;
             break;
@@ -109,7 +181,8 @@ enum actor_run_result actor_run(struct actor *a, unsigned batch)
 
 unsigned actor_depth(const struct actor *a)
 {
-    return mailbox_depth(&a->mailbox) + localq_depth(&a->local);
+    unsigned cross = a->alt != NULL ? altq_depth(a->alt) : mailbox_depth(&a->mailbox);
+    return cross + localq_depth(&a->local);
 }
 
 uint64_t actor_processed(const struct actor *a)

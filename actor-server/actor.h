@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "altq.h"
 #include "atomics.h"
 #include "localq.h"
 #include "mailbox.h"
@@ -25,9 +26,32 @@ struct sched;
  * here on (or hands it on with actor_send); it may call actor_send to any actor. */
 typedef void (*actor_fn)(struct actor *self, void *msg);
 
+/* How a message is carried (the server's --message): for a send to an actor with these
+ * ops, wrap(msg) gives what is queued (a new envelope, a copy); after a successful send
+ * sent(msg) releases what the sender held (may be NULL), after a failed one
+ * unsent(wrapped) undoes wrap and the sender keeps msg. The receiving behaviour unwraps.
+ * Called on the sender's thread. */
+struct actor_msg_ops {
+    void *(*wrap)(void *msg);
+    void (*sent)(void *msg);
+    void (*unsent)(void *wrapped);
+};
+
+/* Where a mailbox's cross-thread half queues (the server's --mailbox). */
+enum actor_mailbox_kind {
+    ACTOR_MAILBOX_VYUKOV, /* mailbox.h, the default */
+    ACTOR_MAILBOX_RING,   /* altq.h: ck_ring MPSC */
+    ACTOR_MAILBOX_MUTEX,  /* altq.h: mutex + condvar */
+};
+
 struct actor {
     const char *name;       /* borrowed, for metrics; must outlive the actor */
+    struct sched *fast_home; /* home, or never a scheduler when every send must take the
+                                slow path (actor_set_route); fixed before any send */
     struct mailbox mailbox; /* owned; sends from other threads; popped by the home thread */
+    struct altq *alt;       /* owned; replaces `mailbox` when not NULL (actor_set_mailbox) */
+    const struct actor_msg_ops *msg_ops; /* NULL: the message itself travels */
+    bool via_mailbox;       /* same-thread sends go through the mailbox too */
     struct localq local;    /* owned; sends from the home thread; home thread only */
     bool local_ready;       /* on home's local run list or running local messages; a
                                local send that finds it false queues the actor. Home
@@ -57,8 +81,24 @@ struct actor *actor_new(const char *name, actor_fn fn, void *state, struct sched
  * queued are not touched. */
 void actor_free(struct actor *a);
 
-/* actor_send's cross-thread path: the ring, the pending count, the run queue and a
- * wake-up on the idle-to-busy edge. Any thread; same contract as actor_send. */
+/* Before any send to a: its cross-thread half becomes `kind` (same capacity). 0, or
+ * -EINVAL (unknown kind). Aborts only on OOM. */
+int actor_set_mailbox(struct actor *a, enum actor_mailbox_kind kind);
+
+/* Before any send to a: messages to a are wrapped by ops (NULL: sent as they are), and
+ * with via_mailbox every send, same-thread ones too, goes through the cross-thread half
+ * (as in a runtime without a same-thread path). Either sends every message to a through
+ * actor_send_slow; with neither, actor_send keeps its inline same-thread path. */
+void actor_set_route(struct actor *a, const struct actor_msg_ops *ops, bool via_mailbox);
+
+/* actor_send's out-of-line path: the cross-thread half (the mailbox, the pending count,
+ * the run queue and a wake-up on the idle-to-busy edge), and every send to an actor set
+ * up by actor_set_route. Counts the send (sched_count_send). Any thread; same contract
+ * as actor_send. */
+int actor_send_slow(struct actor *a, void *msg);
+
+/* The cross-thread half, whichever thread sends (tests and benchmarks use it from the
+ * home thread); no msg_ops. Counted. Any thread; same contract as actor_send. */
 int actor_send_remote(struct actor *a, void *msg);
 
 /* Sends msg (not NULL; borrowed pointer handed over, never dereferenced by the runtime)
@@ -68,10 +108,9 @@ int actor_send_remote(struct actor *a, void *msg);
  * no wake-up (the scheduler drains its local run list before it waits). Elsewhere:
  * lock-free, and wakes a's scheduler only when a goes from no pending message to one.
  * Each half holds ring_size - 1 messages. */
-static inline int actor_send(struct actor *a, void *msg)
+/* The same-thread half's push: queues msg and a on the local run list. Home thread. */
+static inline int actor_push_local(struct actor *a, void *msg)
 {
-    if (a->home != sched_current())
-        return actor_send_remote(a, msg);
     /* Same thread as every run of a: nobody else touches the local half. */
     if (localq_push(&a->local, msg) != 0)
         return -EAGAIN;
@@ -86,6 +125,15 @@ static inline int actor_send(struct actor *a, void *msg)
         l->tail = a;
     }
     return 0;
+}
+
+static inline int actor_send(struct actor *a, void *msg)
+{
+    if (a->fast_home != sched_current())
+        return actor_send_slow(a, msg);
+    /* the sender runs on a's home thread: its counts are home's */
+    atomics_add64_one_writer(&a->home_local->counts.messages, 1);
+    return actor_push_local(a, msg);
 }
 
 /* What a run of the cross-thread half left (actor_run). */

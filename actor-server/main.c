@@ -62,6 +62,7 @@ struct store_actor {
 struct actor_state {
     struct serve_ctx *ctx;
     unsigned nloops, nsets, nworkers;
+    bool spread;         /* --placement=spread: workers[k] runs actor kind k alone */
     struct actor_loop *loops;
     struct mw_set *sets;
     struct sched **workers;
@@ -73,6 +74,109 @@ struct actor_state {
 
 /* A sentinel message: "flush your log buffer if it is old". */
 static struct request tick_msg;
+
+/* --placement=spread: one scheduler thread per actor kind, in this order (thread names). */
+enum { KIND_ROUTER, KIND_REQUEST_ID, KIND_AUTH, KIND_LOGGER, KIND_STORE, KIND_COUNT };
+static const char *const kind_names[KIND_COUNT] = {"router", "request_id", "auth", "logger",
+                                                   "store"};
+
+/* --message: how a request travels between actors (set once by arch_init, before any
+ * loop runs; read-only afterwards). pointer: the request itself (no msg_ops, the inline
+ * same-thread path). malloc: a heap envelope per hop, allocated by the sender and freed
+ * by the receiver. copy: a deep copy per hop (isolated heaps): the loop's request stays
+ * with its connection, each hop clones the message and frees the sender's clone, and the
+ * loop's inbox copies the last clone back into the loop's request. The tick sentinel is
+ * a signal, not a request: in copy mode it travels as itself. */
+static unsigned message_mode;
+
+struct envelope {
+    void *msg;
+};
+
+/* A clone and the loop's request it came from. */
+struct msg_copy {
+    struct request *orig;
+    struct request req;
+};
+
+static void *envelope_wrap(void *msg)
+{
+    struct envelope *e = xmalloc(sizeof *e);
+    e->msg = msg;
+    return e;
+}
+
+static void envelope_unsent(void *wrapped)
+{
+    free(wrapped);
+}
+
+static struct msg_copy *copy_of(struct request *clone)
+{
+    return (struct msg_copy *)(void *)((char *)clone - offsetof(struct msg_copy, req));
+}
+
+static void copy_free(struct msg_copy *mc)
+{
+    request_clone_release(&mc->req);
+    free(mc);
+}
+
+static struct request *copy_new(struct request *orig, const struct request *src)
+{
+    struct msg_copy *mc = xmalloc(sizeof *mc);
+    mc->orig = orig;
+    request_clone_into(&mc->req, src);
+    return &mc->req;
+}
+
+/* The entry hop (loop -> router): the first clone; the loop's request stays put. */
+static void *copy_wrap_entry(void *msg)
+{
+    return copy_new(msg, msg);
+}
+
+/* Any other hop: a clone of the sender's clone (which `copy_sent` frees). */
+static void *copy_wrap(void *msg)
+{
+    return msg == &tick_msg ? msg : copy_new(copy_of(msg)->orig, msg);
+}
+
+static void copy_sent(void *msg)
+{
+    if (msg != &tick_msg)
+        copy_free(copy_of(msg));
+}
+
+static void copy_unsent(void *wrapped)
+{
+    if (wrapped != &tick_msg)
+        copy_free(copy_of(wrapped));
+}
+
+static const struct actor_msg_ops envelope_ops = {envelope_wrap, NULL, envelope_unsent};
+static const struct actor_msg_ops copy_entry_ops = {copy_wrap_entry, NULL, copy_unsent};
+static const struct actor_msg_ops copy_ops = {copy_wrap, copy_sent, copy_unsent};
+
+/* What a behaviour handles, from what arrived: the envelope's content (freed here), the
+ * clone itself, or (at a loop's inbox, to_loop) the loop's request with the clone's
+ * contents copied back (the clone freed). */
+static void *msg_open(void *msg, bool to_loop)
+{
+    if (message_mode == OPTIONS_MESSAGE_MALLOC) {
+        struct envelope *e = msg;
+        void *m = e->msg;
+        free(e);
+        return m;
+    }
+    if (!to_loop || msg == &tick_msg)
+        return msg;
+    struct msg_copy *mc = copy_of(msg);
+    struct request *orig = mc->orig;
+    request_copy_into(orig, &mc->req);
+    copy_free(mc);
+    return orig;
+}
 
 /* The actor_loop of the loop this thread runs (set by loop_init): the hooks of the
  * request path find it without a call into server.c. Where one thread runs several
@@ -216,6 +320,27 @@ static void inbox_fn(struct actor *self, void *msg)
     server_respond(al->l, req);
 }
 
+/* The behaviours for --message=malloc|copy: open what arrived, then the behaviour. */
+#define OPENED(fn, to_loop)                                                               \
+    static void fn##_opened(struct actor *self, void *msg)                                \
+    {                                                                                     \
+        fn(self, msg_open(msg, to_loop));                                                 \
+    }
+OPENED(router_fn, false)
+OPENED(request_id_fn, false)
+OPENED(auth_fn, false)
+OPENED(store_fn, false)
+OPENED(store_group_fn, false)
+OPENED(logger_fn, false)
+OPENED(inbox_fn, true)
+#undef OPENED
+
+/* The behaviour for this --message: plain (pointer) or its opening twin. */
+static actor_fn behaviour(actor_fn plain, actor_fn opened)
+{
+    return message_mode == OPTIONS_MESSAGE_POINTER ? plain : opened;
+}
+
 static void on_request(struct server_loop *l, struct request *req, void *arg)
 {
     struct actor_loop *al = loop_here(l);
@@ -298,6 +423,37 @@ static int new_actor(struct actor **out, const char *name, actor_fn fn, void *st
     return *out != NULL ? 0 : err;
 }
 
+/* The ladder's --mailbox and --message for one actor (before any send to it); entry:
+ * only the loops send to it (the router). 0 or a negative errno (printed). */
+static int ladder_apply(struct actor *a, const struct options *opt, bool entry)
+{
+    static const enum actor_mailbox_kind kinds[OPTIONS_MAILBOX_COUNT] = {
+        [OPTIONS_MAILBOX_VYUKOV] = ACTOR_MAILBOX_VYUKOV,
+        [OPTIONS_MAILBOX_RING] = ACTOR_MAILBOX_RING,
+        [OPTIONS_MAILBOX_MUTEX] = ACTOR_MAILBOX_MUTEX,
+    };
+    int rc = actor_set_mailbox(a, kinds[opt->mailbox]);
+    if (rc < 0) {
+        fprintf(stderr, "actor-server: the %s actor's mailbox: %s\n", a->name, strerror(-rc));
+        return rc;
+    }
+    if (opt->message == OPTIONS_MESSAGE_MALLOC)
+        actor_set_route(a, &envelope_ops, false);
+    else if (opt->message == OPTIONS_MESSAGE_COPY)
+        actor_set_route(a, entry ? &copy_entry_ops : &copy_ops, false);
+    return 0;
+}
+
+/* The scheduler of set i's actor of kind k. */
+static struct sched *home_of(const struct actor_state *st, unsigned i, unsigned k)
+{
+    if (st->spread)
+        return st->workers[k];
+    if (k == KIND_STORE) /* one store actor: loop 0's or worker 0's */
+        return st->nworkers ? st->workers[0] : st->loops[0].sched;
+    return st->nworkers ? st->workers[i] : st->loops[i].sched;
+}
+
 /* One sample of one actor: its mailbox depth (depth != 0) or its processed count. */
 static void metrics_actor(struct buf *out, const struct actor *a, unsigned instance, int depth)
 {
@@ -309,10 +465,34 @@ static void metrics_actor(struct buf *out, const struct actor *a, unsigned insta
                    a->name, instance, (unsigned long long)actor_processed(a));
 }
 
-/* The actor families, each family's samples together (Prometheus text format). */
+/* The runtime's counts: every scheduler's, summed (metrics_render's runtime hook). */
+static void runtime_counts(struct runtime_counts *out, void *arg)
+{
+    struct actor_state *st = arg;
+    struct sched_counts sum = {0};
+    for (unsigned i = 0; i < st->nloops; i++)
+        sched_counts_add(st->loops[i].sched, &sum);
+    for (unsigned w = 0; w < st->nworkers; w++)
+        sched_counts_add(st->workers[w], &sum);
+    out->messages += sum.messages;
+    out->cross_thread += sum.cross_thread;
+    out->wakeups += sum.wakeups;
+}
+
+/* The actor families, each family's samples together (Prometheus text format), after
+ * the runtime's design choices (the ladder flags) as an info metric. */
 static void metrics_extra(struct buf *out, void *arg)
 {
     struct actor_state *st = arg;
+    const struct options *opt = &st->ctx->opt;
+    buf_printf(out,
+               "# HELP actor_runtime_info The actor runtime's design choices (the ladder "
+               "flags).\n"
+               "# TYPE actor_runtime_info gauge\n"
+               "actor_runtime_info{placement=\"%s\",message=\"%s\",mailbox=\"%s\","
+               "drain=\"%u\",workers=\"%u\"} 1\n",
+               options_placement_names[opt->placement], options_message_names[opt->message],
+               options_mailbox_names[opt->mailbox], opt->drain, st->nworkers);
     static const char *const head[2] = {
         "# HELP actor_messages_processed_total Messages an actor has handled.\n"
         "# TYPE actor_messages_processed_total counter\n",
@@ -402,24 +582,38 @@ static int arch_build(struct actor_state *st)
         }
         al->fin_ready = true;
         al->fin_async.data = al;
-        if ((rc = new_actor(&al->inbox, "inbox", inbox_fn, al, al->sched, INBOX_RING)) < 0)
+        sched_set_batch(al->sched, ctx->opt.drain);
+        if ((rc = new_actor(&al->inbox, "inbox", behaviour(inbox_fn, inbox_fn_opened), al,
+                            al->sched, INBOX_RING)) < 0 ||
+            (rc = ladder_apply(al->inbox, &ctx->opt, false)) < 0)
             return rc;
     }
     for (unsigned w = 0; w < st->nworkers; w++) {
         char name[32];
-        snprintf(name, sizeof name, "actor-%u", w % 100000u); /* <= 15 bytes */
+        if (st->spread)
+            snprintf(name, sizeof name, "%s", kind_names[w]); /* <= 15 bytes */
+        else
+            snprintf(name, sizeof name, "actor-%u", w % 100000u); /* <= 15 bytes */
         st->workers[w] = sched_new_thread(name);
+        sched_set_batch(st->workers[w], ctx->opt.drain);
     }
     for (unsigned i = 0; i < st->nsets; i++) {
         struct mw_set *set = &st->sets[i];
-        struct sched *home = st->nworkers ? st->workers[i] : st->loops[i].sched;
         rid_seed(&set->rid, now_ns() ^ ((uint64_t)(i + 1) << 40) ^ 0x7f4a7c15u);
-        if ((rc = new_actor(&set->router, "router", router_fn, set, home, MW_RING)) < 0 ||
-            (rc = new_actor(&set->request_id, "request_id", request_id_fn, set, home,
-                            MW_RING)) < 0 ||
-            (rc = new_actor(&set->auth, "auth", auth_fn, set, home, MW_RING)) < 0 ||
-            (rc = new_actor(&set->logger, "logger", logger_fn, set, home,
-                            logger_ring((st->nloops + st->nsets - 1) / st->nsets))) < 0)
+        if ((rc = new_actor(&set->router, "router", behaviour(router_fn, router_fn_opened),
+                            set, home_of(st, i, KIND_ROUTER), MW_RING)) < 0 ||
+            (rc = ladder_apply(set->router, &ctx->opt, true)) < 0 ||
+            (rc = new_actor(&set->request_id, "request_id",
+                            behaviour(request_id_fn, request_id_fn_opened), set,
+                            home_of(st, i, KIND_REQUEST_ID), MW_RING)) < 0 ||
+            (rc = ladder_apply(set->request_id, &ctx->opt, false)) < 0 ||
+            (rc = new_actor(&set->auth, "auth", behaviour(auth_fn, auth_fn_opened), set,
+                            home_of(st, i, KIND_AUTH), MW_RING)) < 0 ||
+            (rc = ladder_apply(set->auth, &ctx->opt, false)) < 0 ||
+            (rc = new_actor(&set->logger, "logger", behaviour(logger_fn, logger_fn_opened),
+                            set, home_of(st, i, KIND_LOGGER),
+                            logger_ring((st->nloops + st->nsets - 1) / st->nsets))) < 0 ||
+            (rc = ladder_apply(set->logger, &ctx->opt, false)) < 0)
             return rc;
     }
     for (unsigned i = 0; i < st->nloops; i++)
@@ -427,9 +621,11 @@ static int arch_build(struct actor_state *st)
     st->store_state.ctx = ctx;
     st->store_state.group_max = ctx->opt.group_commit;
     rc = new_actor(&st->store, "store",
-                   st->store_state.group_max > 1 ? store_group_fn : store_fn, &st->store_state,
-                   st->nworkers ? st->workers[0] : st->loops[0].sched, STORE_RING);
-    if (rc < 0)
+                   st->store_state.group_max > 1
+                       ? behaviour(store_group_fn, store_group_fn_opened)
+                       : behaviour(store_fn, store_fn_opened),
+                   &st->store_state, home_of(st, 0, KIND_STORE), STORE_RING);
+    if (rc < 0 || (rc = ladder_apply(st->store, &ctx->opt, false)) < 0)
         return rc;
     if (st->store_state.group_max > 1)
         st->store->batch_end = store_batch_end; /* commits what the run left waiting */
@@ -456,8 +652,11 @@ static int arch_init(struct serve_ctx *ctx)
     ctx->arch = st;
     st->ctx = ctx;
     st->nloops = server_loop_count(ctx->srv);
-    st->nworkers = (unsigned)ctx->opt.workers;
-    st->nsets = st->nworkers ? st->nworkers : st->nloops;
+    st->spread = ctx->opt.placement == OPTIONS_PLACEMENT_SPREAD;
+    message_mode = ctx->opt.message;
+    /* spread: one thread per kind and one set of actors that every loop sends to */
+    st->nworkers = st->spread ? KIND_COUNT : (unsigned)ctx->opt.workers;
+    st->nsets = st->spread ? 1 : st->nworkers ? st->nworkers : st->nloops;
     st->busy_loops = st->nloops;
     st->loops = xcalloc(st->nloops, sizeof *st->loops);
     st->sets = xcalloc(st->nsets, sizeof *st->sets);
@@ -478,6 +677,12 @@ static int arch_init(struct serve_ctx *ctx)
     }
     ctx->registry.extra = metrics_extra;
     ctx->registry.extra_ctx = st;
+    ctx->registry.runtime = runtime_counts;
+    ctx->registry.runtime_ctx = st;
+    snprintf(ctx->info, sizeof ctx->info, "placement=%s message=%s mailbox=%s drain=%u",
+             options_placement_names[ctx->opt.placement],
+             options_message_names[ctx->opt.message],
+             options_mailbox_names[ctx->opt.mailbox], ctx->opt.drain);
     return 0;
 }
 
@@ -513,7 +718,7 @@ int main(int argc, char **argv)
 {
     static const struct serve_arch arch = {
         .prog = "actor-server",
-        .allow_workers = OPT_WORKERS | OPT_GROUP_COMMIT,
+        .allow_workers = OPT_WORKERS | OPT_GROUP_COMMIT | OPT_LADDER,
         .hooks = &hooks,
         .init = arch_init,
         .fini = arch_fini,

@@ -162,6 +162,31 @@ static unsigned sched_run_some(struct sched *s, unsigned budget, unsigned *why)
     return runs;
 }
 
+/* Counts a wake-up issued from this thread (its scheduler's counts). */
+static void count_wakeup(void)
+{
+    struct sched *self = sched_self_tls;
+    if (self != NULL)
+        atomics_add64_one_writer(&self->local.counts.wakeups, 1);
+}
+
+void sched_count_send(const struct sched *to)
+{
+    struct sched *self = sched_self_tls;
+    if (self == NULL)
+        return;
+    atomics_add64_one_writer(&self->local.counts.messages, 1);
+    if (to != self)
+        atomics_add64_one_writer(&self->local.counts.cross_thread, 1);
+}
+
+void sched_counts_add(const struct sched *s, struct sched_counts *sum)
+{
+    sum->messages += atomics_load64_relaxed(&s->local.counts.messages);
+    sum->cross_thread += atomics_load64_relaxed(&s->local.counts.cross_thread);
+    sum->wakeups += atomics_load64_relaxed(&s->local.counts.wakeups);
+}
+
 static void futex_wait(unsigned *word, unsigned expected)
 {
     /* Returns at once if *word != expected; spurious returns are fine (callers loop). */
@@ -250,6 +275,7 @@ static void sched_async_cb(uv_async_t *handle)
     if (!sched_run_budget(s, budget))
         return;
     if (sched_uv_pending(s)) {
+        count_wakeup();
         uv_async_send(&s->async);
         return;
     }
@@ -257,8 +283,10 @@ static void sched_async_cb(uv_async_t *handle)
     atomics_fence_seq_cst();
     if (mailbox_depth(&s->runq) != 0) {
         unsigned expected = IDLE;
-        if (atomics_cas_seq_cst(&s->idle, &expected, AWAKE))
+        if (atomics_cas_seq_cst(&s->idle, &expected, AWAKE)) {
+            count_wakeup();
             uv_async_send(&s->async);
+        }
     }
 }
 
@@ -283,8 +311,10 @@ void sched_uv_drain(struct sched *s)
     if (!sched_run_budget(s, SCHED_DRAIN_BUDGET))
         return;
     /* Work left over (budget spent): make sure the loop comes back for it. */
-    if (sched_uv_pending(s))
+    if (sched_uv_pending(s)) {
+        count_wakeup();
         uv_async_send(&s->async);
+    }
 }
 
 static void sched_prepare_cb(uv_prepare_t *handle)
@@ -445,6 +475,7 @@ void sched_ready(struct sched *s, struct actor *a)
     if (atomics_load_relaxed(&s->idle) != IDLE ||
         !atomics_cas_seq_cst(&s->idle, &expected, AWAKE))
         return;
+    count_wakeup();
     if (s->kind == SCHED_THREAD)
         futex_wake(&s->idle);
     else

@@ -10,6 +10,7 @@
 #ifndef ACTOR_SCHED_H
 #define ACTOR_SCHED_H
 
+#include <stdint.h>
 #include <uv.h>
 
 struct actor;
@@ -90,11 +91,30 @@ static inline struct sched *sched_current(void)
     return sched_self_tls;
 }
 
+/* What the runtime did on one scheduler's thread (actor_*_total on /metrics): counters
+ * with that thread as their one writer (atomics.h one_writer adds, relaxed reads from any
+ * thread), summed at a scrape. Sends from a thread that runs no scheduler are not
+ * counted (the server makes none). */
+struct sched_counts {
+    uint64_t messages;     /* sends made on this thread (each hop) */
+    uint64_t cross_thread; /* of those, to an actor homed on another scheduler */
+    uint64_t wakeups;      /* futex wakes and uv_async_sends issued from this thread */
+};
+
 /* A scheduler's local run list: actors whose same-thread half became non-empty, FIFO,
- * linked through actor.local_next. Touched only by the scheduler's own thread. */
+ * linked through actor.local_next, and the counts of its thread. Touched only by the
+ * scheduler's own thread (the counts are read by any). */
 struct sched_local {
     struct actor *head, *tail;
+    struct sched_counts counts;
 };
+
+/* Adds s's counts into *sum (relaxed snapshots). Any thread. */
+void sched_counts_add(const struct sched *s, struct sched_counts *sum);
+
+/* Counts one send made on this thread (to an actor homed on `to`): for actor.c's
+ * cross-thread path. Any thread (a thread without a scheduler counts nothing). */
+void sched_count_send(const struct sched *to);
 
 /* s's local run list (fixed for s's lifetime; actor_new keeps it). Any thread. */
 struct sched_local *sched_local_of(struct sched *s);

@@ -80,7 +80,8 @@ static void emit_single(struct buf *out, const char *name, const char *type, con
 void metrics_render(const struct metrics_registry *reg, struct buf *out)
 {
     uint64_t req[ROUTE_COUNT][STATUS_COL_COUNT] = {{0}};
-    uint64_t overload = 0, accepted = 0, rejected = 0;
+    uint64_t overload = 0, accepted = 0, rejected = 0, lock_acq = 0, lock_waits = 0;
+    struct runtime_counts rt = {0};
     int64_t open = 0;
     struct histogram *lat = histogram_new(LAT_LOW_US, LAT_HIGH_US, LAT_SIGFIGS);
     for (unsigned t = 0; t < reg->count; t++) {
@@ -92,6 +93,8 @@ void metrics_render(const struct metrics_registry *reg, struct buf *out)
         accepted += counter_get(&m->connections_accepted);
         rejected += counter_get(&m->connections_rejected);
         open += (int64_t)counter_get((const uint64_t *)&m->open_connections);
+        lock_acq += counter_get(&m->store_lock_acquisitions);
+        lock_waits += counter_get(&m->store_lock_waits);
         histogram_merge(lat, m->latency_us);
     }
     buf_append_str(out, "# HELP http_requests_total Requests answered, by route and status.\n"
@@ -133,6 +136,24 @@ void metrics_render(const struct metrics_registry *reg, struct buf *out)
     if (reg->store_users != NULL)
         emit_single(out, "store_users", "gauge", "Users in the store.",
                     (long long)counter_get(reg->store_users));
+    /* The cost counters: both servers show all five, 0 where the mechanism is absent. */
+    if (reg->runtime != NULL)
+        reg->runtime(&rt, reg->runtime_ctx);
+    emit_single(out, "actor_messages_total", "counter",
+                "Messages sent into actor mailboxes, every hop (0: no actors here).",
+                (long long)rt.messages);
+    emit_single(out, "actor_cross_thread_hops_total", "counter",
+                "Messages sent to an actor homed on another thread than the sender.",
+                (long long)rt.cross_thread);
+    emit_single(out, "actor_wakeups_total", "counter",
+                "Wake-ups issued to a sleeping scheduler or loop (futex wake, uv_async_send).",
+                (long long)rt.wakeups);
+    emit_single(out, "store_lock_acquisitions_total", "counter",
+                "Acquisitions of the store's lock (0: no lock, the store actor owns the store).",
+                (long long)lock_acq);
+    emit_single(out, "store_lock_waits_total", "counter",
+                "Store-lock acquisitions that found the lock held and had to wait.",
+                (long long)lock_waits);
     if (reg->extra != NULL)
         reg->extra(out, reg->extra_ctx);
 }

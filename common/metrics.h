@@ -24,6 +24,8 @@ struct metrics {
     uint64_t connections_accepted;
     uint64_t connections_rejected; /* over --max-conns or accept errors */
     int64_t open_connections;      /* gauge, this thread's share */
+    uint64_t store_lock_acquisitions; /* store-lock acquisitions (a server with a lock) */
+    uint64_t store_lock_waits;     /* of those, the ones that found the lock held */
     struct histogram *latency_us;  /* handler latency, us: request parsed -> its response
                                     * rendered into the connection's output buffer */
 };
@@ -37,11 +39,21 @@ void metrics_count_request(struct metrics *m, unsigned route, unsigned status,
                            uint64_t latency_us);
 void metrics_add(uint64_t *counter, int64_t delta);
 
+/* A message-passing runtime's counts, summed over its threads (actor_*_total). */
+struct runtime_counts {
+    uint64_t messages;     /* sends into a mailbox (every hop) */
+    uint64_t cross_thread; /* of those, sends to an actor homed on another thread */
+    uint64_t wakeups;      /* wake-ups issued to a sleeping scheduler or loop */
+};
+
 /* Shared, read-only registry of every thread's metrics, owned by main. */
 struct metrics_registry {
     struct metrics **threads;
     unsigned count;
     const uint64_t *store_users; /* gauge written with relaxed stores by the store owner */
+    /* Adds the runtime's counts into *out (actor server); NULL: no runtime, all 0. */
+    void (*runtime)(struct runtime_counts *out, void *ctx);
+    void *runtime_ctx;
     /* Appends architecture-specific lines (actor mailboxes); may be NULL. */
     void (*extra)(struct buf *out, void *ctx);
     void *extra_ctx;

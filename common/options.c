@@ -14,6 +14,10 @@
 
 #include "util.h"
 
+const char *const options_placement_names[OPTIONS_PLACEMENT_COUNT] = {"local", "spread"};
+const char *const options_message_names[OPTIONS_MESSAGE_COUNT] = {"pointer", "malloc", "copy"};
+const char *const options_mailbox_names[OPTIONS_MAILBOX_COUNT] = {"vyukov", "ring", "mutex"};
+
 unsigned options_cpu_count(void)
 {
     cpu_set_t set;
@@ -43,6 +47,7 @@ void options_usage(FILE *out, const char *prog, int features)
             "  --access-log PATH       access log file (default /dev/null)\n"
             "  --max-conns N           open connections before new ones are closed (default 10000)\n"
             "  --max-body BYTES        request body limit, 413 above (default 65536)\n"
+            "%s"
             "%s"
             "  --store-timeout-ms MS   longest a store call waits for the database lock; then\n"
             "                          503 + Retry-After: 1 (default %u, 1..60000)\n"
@@ -74,6 +79,22 @@ void options_usage(FILE *out, const char *prog, int features)
                   "                          (default 1)\n"
                 : "  --group-commit 1        each POST committed alone (the only value here; the\n"
                   "                          actor server can batch, this server cannot)\n",
+            (features & OPT_LADDER)
+                ? "The actor runtime's design choices (the ladder; each default is the runtime\n"
+                  "as designed, each other value a correct server that costs more):\n"
+                  "  --placement=local|spread  local: the stateless actors run on the thread of\n"
+                  "                          the loop (or worker) that read the request; spread:\n"
+                  "                          one scheduler thread per actor kind (router,\n"
+                  "                          request_id, auth, logger, store), so every hop\n"
+                  "                          crosses a thread (not with --workers > 0)\n"
+                  "  --message=pointer|malloc|copy  pointer: the request itself travels;\n"
+                  "                          malloc: an envelope allocated and freed per hop;\n"
+                  "                          copy: the request deep-copied per hop (isolated heaps)\n"
+                  "  --mailbox=vyukov|ring|mutex  the cross-thread mailbox: Vyukov's bounded\n"
+                  "                          MPSC queue, Concurrency Kit's MPSC ck_ring, or a\n"
+                  "                          mutex + condition variable queue\n"
+                  "  --drain=N               messages an actor handles per run, 1..4096 (default 64)\n"
+                : "",
             OPTIONS_STORE_TIMEOUT_MS);
 }
 
@@ -99,11 +120,23 @@ static int parse_num(const char *s, uint64_t min, uint64_t max, uint64_t *out)
     return 0;
 }
 
+/* Looks s up in names[0..n): NULL and *out set, or `why` (nothing set). */
+static const char *parse_name(const char *s, const char *const *names, unsigned n,
+                              unsigned *out, const char *why)
+{
+    for (unsigned i = 0; i < n; i++)
+        if (strcmp(s, names[i]) == 0) {
+            *out = i;
+            return NULL;
+        }
+    return why;
+}
+
 int options_parse(struct options *o, int argc, char **argv, const char *prog, int features)
 {
     enum { O_STORE = 1, O_HOST, O_PORT, O_THREADS, O_DB, O_BEARER, O_SEED, O_LOG, O_MAXC,
            O_MAXB, O_WORKERS, O_GROUP, O_HELP, O_VERSION, O_STORE_TO, O_HDR_TO, O_BODY_TO,
-           O_SEND_TO, O_IDLE_TO };
+           O_SEND_TO, O_IDLE_TO, O_PLACEMENT, O_MESSAGE, O_MAILBOX, O_DRAIN };
     static const struct option longopts[] = {
         {"store", required_argument, NULL, O_STORE},
         {"host", required_argument, NULL, O_HOST},
@@ -124,6 +157,10 @@ int options_parse(struct options *o, int argc, char **argv, const char *prog, in
         {"body-timeout-ms", required_argument, NULL, O_BODY_TO},
         {"send-timeout-ms", required_argument, NULL, O_SEND_TO},
         {"idle-timeout-ms", required_argument, NULL, O_IDLE_TO},
+        {"placement", required_argument, NULL, O_PLACEMENT},
+        {"message", required_argument, NULL, O_MESSAGE},
+        {"mailbox", required_argument, NULL, O_MAILBOX},
+        {"drain", required_argument, NULL, O_DRAIN},
         {NULL, 0, NULL, 0},
     };
     memset(o, 0, sizeof *o);
@@ -145,6 +182,10 @@ int options_parse(struct options *o, int argc, char **argv, const char *prog, in
     o->body_timeout_ms = 10000;
     o->send_timeout_ms = 60000;
     o->idle_timeout_ms = 60000;
+    o->placement = OPTIONS_PLACEMENT_LOCAL;
+    o->message = OPTIONS_MESSAGE_POINTER;
+    o->mailbox = OPTIONS_MAILBOX_VYUKOV;
+    o->drain = OPTIONS_DRAIN_DEFAULT;
 
     optind = 1;
     opterr = 0;
@@ -273,6 +314,28 @@ int options_parse(struct options *o, int argc, char **argv, const char *prog, in
             else
                 bad = "--idle-timeout-ms must be 1..600000";
             break;
+        case O_PLACEMENT:
+        case O_MESSAGE:
+        case O_MAILBOX:
+        case O_DRAIN:
+            if (!(features & OPT_LADDER)) {
+                bad = "unknown option (--placement, --message, --mailbox and --drain are the "
+                      "actor server's)";
+                plain = 1;
+            } else if (c == O_PLACEMENT)
+                bad = parse_name(optarg, options_placement_names, OPTIONS_PLACEMENT_COUNT,
+                                 &o->placement, "--placement must be local or spread");
+            else if (c == O_MESSAGE)
+                bad = parse_name(optarg, options_message_names, OPTIONS_MESSAGE_COUNT,
+                                 &o->message, "--message must be pointer, malloc or copy");
+            else if (c == O_MAILBOX)
+                bad = parse_name(optarg, options_mailbox_names, OPTIONS_MAILBOX_COUNT,
+                                 &o->mailbox, "--mailbox must be vyukov, ring or mutex");
+            else if (parse_num(optarg, 1, OPTIONS_DRAIN_MAX, &v) == 0)
+                o->drain = (unsigned)v;
+            else
+                bad = "--drain must be 1..4096";
+            break;
         case ':':
             bad = "an option is missing its value";
             break;
@@ -286,6 +349,11 @@ int options_parse(struct options *o, int argc, char **argv, const char *prog, in
     }
     if (!bad && optind < argc)
         bad = "unexpected argument";
+    if (!bad && o->placement == OPTIONS_PLACEMENT_SPREAD && o->workers > 0) {
+        bad = "--placement=spread makes its own threads (one per actor kind): leave --workers "
+              "at 0";
+        plain = 1;
+    }
     if (bad) {
         if (strcmp(bad, "unknown option") == 0 && optind > 0 && optind <= argc)
             fprintf(stderr, "%s: unknown option '%s'\n", prog, argv[optind - 1]);

@@ -4,6 +4,7 @@
 #include "request.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #define POOL_KEEP 1024   /* free requests kept per loop */
 #define POOL_KEEP_LIST 64 /* beyond this many, pooled requests drop their list array */
@@ -35,6 +36,70 @@ void request_reset(struct request *req)
     buf_reset(&req->target);
     buf_reset(&req->body);
     req->request_id[0] = '\0';
+}
+
+/* dst = a copy of src's contents in memory of its own (dst's memory is kept). */
+static void buf_copy(struct buf *dst, const struct buf *src)
+{
+    buf_reset(dst);
+    if (src->len > 0)
+        buf_append(dst, src->data, src->len);
+}
+
+void request_copy_into(struct request *dst, const struct request *src)
+{
+    struct buf target = dst->target, body = dst->body, resp_body = dst->resp.body;
+    struct user *users = dst->users;
+    /* conn.c's bookkeeping stays dst's: the connection may have linked more requests
+     * behind dst (next) or marked it while src travelled */
+    enum close_mode close = dst->close;
+    uint8_t done = dst->done;
+    struct conn *conn = dst->conn;
+    struct request *next = dst->next;
+    void *user_data = dst->user_data;
+
+    *dst = *src;
+    dst->close = close;
+    dst->done = done;
+    dst->conn = conn;
+    dst->next = next;
+    dst->user_data = user_data;
+    dst->target = target;
+    dst->body = body;
+    dst->resp.body = resp_body;
+    buf_copy(&dst->target, &src->target);
+    buf_copy(&dst->body, &src->body);
+    buf_copy(&dst->resp.body, &src->resp.body);
+    dst->users = users;
+    if (src->users != NULL) {
+        if (dst->users == NULL)
+            dst->users = xmalloc(sizeof(struct user) * STORE_LIST_MAX);
+        memcpy(dst->users, src->users, sizeof(struct user) * src->user_count);
+    }
+}
+
+void request_clone_into(struct request *dst, const struct request *src)
+{
+    memset(&dst->target, 0, sizeof dst->target);
+    memset(&dst->body, 0, sizeof dst->body);
+    memset(&dst->resp.body, 0, sizeof dst->resp.body);
+    dst->users = NULL;
+    request_copy_into(dst, src);
+    /* a clone is all src's, bookkeeping included (it is in no connection's FIFO) */
+    dst->close = src->close;
+    dst->done = src->done;
+    dst->conn = src->conn;
+    dst->next = src->next;
+    dst->user_data = src->user_data;
+}
+
+void request_clone_release(struct request *req)
+{
+    buf_free(&req->target);
+    buf_free(&req->body);
+    buf_free(&req->resp.body);
+    free(req->users);
+    req->users = NULL;
 }
 
 void request_free(struct request *req)

@@ -85,6 +85,17 @@ struct request *request_new(void);
  * request id), buffers emptied but their memory kept. req must be zeroed or a request
  * that was reset before. */
 void request_reset(struct request *req);
+/* Deep copies, for a runtime whose messages do not share memory (the actor server's
+ * --message=copy): request_clone_into makes dst (memory the caller owns, uninitialised)
+ * a copy of src with buffers and list results of its own (release them with
+ * request_clone_release, which frees no struct); request_copy_into writes src's contents
+ * into the valid request dst, which keeps (and grows) its own buffers and keeps its
+ * connection bookkeeping (close, done, conn, next, user_data). src is borrowed
+ * and unchanged. Any thread that owns both; abort only on OOM. */
+void request_clone_into(struct request *dst, const struct request *src);
+void request_copy_into(struct request *dst, const struct request *src);
+void request_clone_release(struct request *req);
+
 /* Frees a request's buffers and the request itself. NULL is a no-op. */
 void request_free(struct request *req);
 

@@ -240,9 +240,9 @@ int serve_main(int argc, char **argv, const struct serve_arch *arch)
     char workers[32] = "";
     if (arch->allow_workers & OPT_WORKERS)
         snprintf(workers, sizeof workers, ", workers=%d", ctx->opt.workers);
-    fprintf(stderr, "%s: listening on http://%s:%d (store=%s, threads=%u%s, group_commit=%u)\n",
+    fprintf(stderr, "%s: listening on http://%s:%d (store=%s, threads=%u%s, group_commit=%u%s%s)\n",
             arch->prog, ctx->opt.host, server_port(ctx->srv), store_kind_name(ctx->store), n,
-            workers, ctx->opt.group_commit);
+            workers, ctx->opt.group_commit, ctx->info[0] ? ", " : "", ctx->info);
     nofile_log(arch->prog, nofile_rc, nofile, nofile_was, nofile_hard, ctx->opt.max_conns);
 
     int sig = 0;

@@ -20,6 +20,7 @@ struct serve_ctx {
     struct server *srv;
     struct metrics_registry registry;
     void *arch; /* the architecture's state */
+    char info[160]; /* set by init: its settings for the start-up line ("" for none) */
 };
 
 struct serve_arch {

@@ -124,6 +124,10 @@ class Server:
         self.argv = [path, "--port", "0", "--threads", str(threads), "--store=" + store,
                      "--db", self.db, "--seed-users", str(seed), "--bearer", BEARER]
         self.argv += list(args)
+        # SERVER_ARGS: extra flags for the binary $SERVER names (e.g. the actor server's
+        # ladder, "--placement=spread --message=copy"), as it_contract.py takes them
+        if os.environ.get("SERVER") and path == os.environ["SERVER"]:
+            self.argv += os.environ.get("SERVER_ARGS", "").split()
         self.preexec_fn = preexec_fn
         self.proc = None
         self.port = None
