@@ -8,8 +8,8 @@ batch, what one request costs the server in counts the host's noise cannot move:
   context switches  voluntary and involuntary, summed over the server's threads
                  (/proc/PID/task/*/status), and the servers' own counters on /metrics
                  (messages = hops, cross-thread hops, wake-ups, store-lock waits): one plain
-                 server, snapshots before and after N and then 2N more requests, so that
-                 the scrapes' own cost cancels ((d2N - dN) / N)
+                 server, snapshots twice with no request between (d0: a scrape's own cost),
+                 after N (d1) and after 2N more requests (d2): (d1 + d2 - 2 d0) / 3N
 plus a contended row per server binary: two server threads under a pipelined load, where
 the async server's mutex is contended and the actor server's messages cross threads.
 A tool that is missing (no valgrind, no strace) or a count a server does not expose gives
@@ -54,8 +54,8 @@ CONTENDED = {"threads": 2, "connections": 16, "depth": 4, "scenario": "s2"}
 READY_S = 60
 METHOD = {"instructions": "callgrind 2N-N (two fresh servers, burst rounds of one request a connection)",
           "syscalls": "strace -f -c 2N-N (two fresh servers, closed loop)",
-          "context_switches": "/proc/PID/task/*/status, (d2N - dN) / N in one server, closed loop",
-          "counters": "/metrics deltas, (d2N - dN) / N in one server, closed loop"}
+          "context_switches": "/proc/PID/task/*/status, one server, N then 2N requests less two scrapes' own",
+          "counters": "/metrics deltas, one server, N then 2N requests less two scrapes' own"}
 
 
 class Unmeasured(Exception):
@@ -312,18 +312,23 @@ def plain(setup):
         pid = srv.proc.pid
         srv.send(max(n // 10, setup.connections), "closed")   # warm-up: connections, caches
         snaps = []
-        for k in (0, n, 2 * n):
+        for k in (0, 0, n, 2 * n):
             if k:
                 srv.send(k, "closed")
             snaps.append((task_switches(pid), scrape(srv.port)))
         threads = len(os.listdir(f"/proc/{pid}/task"))
     finally:
         srv.close()
-    (v0, i0), m0 = snaps[0]
-    (v1, i1), m1 = snaps[1]
-    (v2, i2), m2 = snaps[2]
-    vol = ((v2 - v1) - (v1 - v0)) / n
-    inv = ((i2 - i1) - (i1 - i0)) / n
+
+    def per_request(vals):
+        """(d1 + d2 - 2 d0) / 3N: the 3N requests' share, a scrape's own cost (d0, between two
+        scrapes with no request) taken out of each of the two windows."""
+        d0, d1, d2 = vals[1] - vals[0], vals[2] - vals[1], vals[3] - vals[2]
+        return (d1 + d2 - 2 * d0) / (3 * n)
+
+    vol = per_request([v for (v, _), _ in snaps])
+    inv = per_request([i for (_, i), _ in snaps])
+    m0, m2 = snaps[0][1], snaps[3][1]
     fields.update(voluntary_context_switches_per_request=vol, involuntary_context_switches_per_request=inv,
                   context_switches_per_request=vol + inv, process_threads=threads)
     fields["flags"] = {}
@@ -339,8 +344,7 @@ def plain(setup):
             fields[f] = None
             why[f] = f"{name} is absent from the server's /metrics (a server without the counter)"
             continue
-        d1, d2 = promtext.delta(m0, m1, name), promtext.delta(m1, m2, name)
-        fields[f] = (d2 - d1) / n
+        fields[f] = per_request([promtext.total(m, name) for _, m in snaps])
     info = [lab for nm, lab, _ in m2 if nm == "actor_runtime_info"]
     fields["flags"] = dict(info[0]) if info else {}
     return fields, why
