@@ -609,3 +609,42 @@ def markdown_lines(index):
         for reason, fields in sorted(why.items()):
             w(f"- {', '.join(sorted(fields))}: {reason}")
     return out
+
+
+def report_html(index, page):
+    """report.html's cost account and contended run (empty when the stage did not run)."""
+    from .render import esc
+    rows = index.get("cost")
+    if rows is None:
+        return ""
+    f = page.fig
+    out = []
+    for title, contended, note in (
+            ("Cost account: per request, counted", False,
+             "Counts a request of the binaries this batch measured (SPEC.md section 15): user-space instructions "
+             "(callgrind, 2N-N), system calls (strace -f -c, 2N-N), context switches over the server's threads, "
+             "and the servers' own counters on /metrics. The host's noise does not move counts as it moves times."),
+            ("Contended run (reported, never part of the verdict)", True,
+             "Two server threads under a pipelined load: the async server's store mutex contended, the actor "
+             "server's messages crossing threads.")):
+        mine = [(i, r) for i, r in enumerate(rows) if bool(r.get("contended")) == contended]
+        if not mine:
+            continue
+        out += [f'<h2 id="cost{"-contended" if contended else ""}">{esc(title)}</h2>', f'<p class="note">{esc(note)}</p>',
+                "<table><tr><th>scenario</th><th>server</th><th>threads</th><th>instructions</th>"
+                "<th>system calls</th><th>context switches</th><th>hops</th><th>cross-thread hops</th>"
+                "<th>wake-ups</th><th>lock waits</th><th>extra over the baseline</th></tr>"]
+        for i, r in mine:
+            k = f"cost/{i}"
+            out.append(f"<tr><td>{esc(r['scenario'])}</td><td>{esc(r['server'])}</td>"
+                       f"<td class=\"n\">{f(k + '/server_threads')}</td>"
+                       f"<td class=\"n\">{f(k + '/instructions_per_request')}</td>"
+                       f"<td class=\"n\">{f(k + '/syscalls_per_request', 2)}</td>"
+                       f"<td class=\"n\">{f(k + '/context_switches_per_request', 3)}</td>"
+                       f"<td class=\"n\">{f(k + '/hops_per_request', 2)}</td>"
+                       f"<td class=\"n\">{f(k + '/cross_thread_hops_per_request', 2)}</td>"
+                       f"<td class=\"n\">{f(k + '/wakeups_per_request', 3)}</td>"
+                       f"<td class=\"n\">{f(k + '/lock_waits_per_request', 4)}</td>"
+                       f"<td>{esc(extra_words(r['extra_over_baseline'])) if r.get('extra_over_baseline') else ''}</td></tr>")
+        out.append("</table>")
+    return "\n".join(out)

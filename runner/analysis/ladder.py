@@ -160,3 +160,56 @@ def markdown_lines(index):
           f"{_n(r['hops_per_request'], 2)} | {_n(r['cross_thread_hops_per_request'], 2)} | "
           f"{_n(r['wakeups_per_request'], 3)} | {_n(r.get('ratio'), 3)} | {ci} |")
     return out
+
+
+def report_plots(index, work, svgs):
+    """{name: inline SVG}: "ladder-<scenario>", the ratio with its interval and the
+    instructions a request of every rung."""
+    from .render import gnuplot, num_or_nan, safe_label, write_dat
+    rows = index.get("ladder") or []
+    plots = {}
+    for sc in sorted({r["scenario"] for r in rows}):
+        mine = [r for r in rows if r["scenario"] == sc]
+        path = os.path.join(work, f"ladder-{safe_label(sc)}.dat")
+        write_dat(path, [(i, safe_label(r["rung"]), num_or_nan(r.get("ratio")), num_or_nan(r.get("ci_low")),
+                          num_or_nan(r.get("ci_high")), num_or_nan(r.get("instructions_per_request")))
+                         for i, r in enumerate(mine, 1)])
+        name = f"ladder-{safe_label(sc)}"
+        plots[name] = svgs.inline(gnuplot("ladder.gp", {
+            "datafile": path, "n": len(mine),
+            "plottitle": safe_label(f"{sc}: the ladder, ratio to async-mem and instructions a request")}, work), name)
+    return plots
+
+
+def report_html(index, page, plots):
+    """report.html's ladder section (empty when the batch is not a ladder)."""
+    from .render import esc
+    rows = index.get("ladder")
+    if not rows:
+        return ""
+    f = page.fig
+    out = ['<h2 id="ladder">The ladder: the actor runtime\'s choices</h2>',
+           '<p class="note">actor-mem at each rung (one flag changed at a time, then all together) against '
+           'async-mem in the same rounds: its cost account (counts a request, one server thread) and its '
+           'req/CPU-s ratio with the interval. Step: instructions a request added to the rung before.</p>',
+           "<table><tr><th>scenario</th><th>rung</th><th>flags</th><th>instructions</th><th>step</th>"
+           "<th>system calls</th><th>context switches</th><th>hops</th><th>cross-thread hops</th>"
+           "<th>wake-ups</th><th>ratio</th><th>CI</th></tr>"]
+    for i, r in enumerate(rows):
+        k = f"ladder/{i}"
+        flags = " ".join(f"{a}={b}" for a, b in r["flags"].items())
+        out.append(f"<tr><td>{esc(r['scenario'])}</td><td>{esc(r['rung'])}</td><td>{esc(flags)}</td>"
+                   f"<td class=\"n\">{f(k + '/instructions_per_request')}</td>"
+                   f"<td class=\"n\">{f(k + '/instructions_step_per_request')}</td>"
+                   f"<td class=\"n\">{f(k + '/syscalls_per_request', 2)}</td>"
+                   f"<td class=\"n\">{f(k + '/context_switches_per_request', 3)}</td>"
+                   f"<td class=\"n\">{f(k + '/hops_per_request', 2)}</td>"
+                   f"<td class=\"n\">{f(k + '/cross_thread_hops_per_request', 2)}</td>"
+                   f"<td class=\"n\">{f(k + '/wakeups_per_request', 3)}</td>"
+                   f"<td class=\"n\">{f(k + '/ratio', 3)}</td>"
+                   f"<td class=\"n\">{f(k + '/ci_low', 3)}-{f(k + '/ci_high', 3)}</td></tr>")
+    out.append("</table>")
+    figs = [v for name, v in sorted(plots.items()) if name.startswith("ladder-")]
+    if figs:
+        out.append('<div class="grid one">' + "".join(figs) + "</div>")
+    return "\n".join(out)
