@@ -1,4 +1,4 @@
-"""cost: the batch's cost account (SPEC.md section 15): for every server and scenario of a
+"""cost: the batch's cost account (SPEC.md section 16): for every server and scenario of a
 batch, what one request costs the server in counts the host's noise cannot move:
   instructions   user-space instructions of the whole server process, callgrind, the 2N-N
                  difference of two fresh servers (burst mode: every round one wake-up that
@@ -562,7 +562,7 @@ def markdown_lines(index):
     w("Counts per request of the binaries this batch measured, one server thread unless SERVER_THREADS said "
       "otherwise: user-space instructions (callgrind, 2N-N, whole process), system calls by kind (strace -f -c, "
       "2N-N), context switches summed over the server's threads and the servers' own counters (/metrics), "
-      "SPEC.md section 15. Counts do not move with the host's noise as times do; \"-\" is not measured (why: "
+      "SPEC.md section 16. Counts do not move with the host's noise as times do; \"-\" is not measured (why: "
       "below).")
     w("")
     _table(plain_rows, w)
@@ -586,7 +586,7 @@ def markdown_lines(index):
         w("")
         w("Two server threads under a pipelined load (several requests in flight on every connection): the case "
           "where the async server's store mutex is contended and the actor server's messages cross threads. "
-          "Counts per request; what this configuration can and cannot show: SPEC.md section 15.3.")
+          "Counts per request; what this configuration can and cannot show: SPEC.md section 16.3.")
         w("")
         _table(cont, w)
         w("")
@@ -621,7 +621,7 @@ def report_html(index, page):
     out = []
     for title, contended, note in (
             ("Cost account: per request, counted", False,
-             "Counts a request of the binaries this batch measured (SPEC.md section 15): user-space instructions "
+             "Counts a request of the binaries this batch measured (SPEC.md section 16): user-space instructions "
              "(callgrind, 2N-N), system calls (strace -f -c, 2N-N), context switches over the server's threads, "
              "and the servers' own counters on /metrics. The host's noise does not move counts as it moves times."),
             ("Contended run (reported, never part of the verdict)", True,

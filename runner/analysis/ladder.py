@@ -1,4 +1,4 @@
-"""ladder: the ladder of the actor runtime's design choices (SPEC.md section 15.4): one server
+"""ladder: the ladder of the actor runtime's design choices (SPEC.md section 16.4): one server
 definition per rung, generated from servers/actor-mem.toml with the rung's flags taken from
 its [env_args] (ACTOR_PLACEMENT, ACTOR_MESSAGE, ACTOR_MAILBOX), for `./run_all.sh --ladder`;
 and the batch's `ladder` list (index.json) from its comparisons and its cost account.
@@ -143,7 +143,7 @@ def markdown_lines(index):
     w("Each rung is actor-mem with the flags shown (the default rung is today's runtime), run in the same "
       "rounds as async-mem; its cost account (counts per request, one server thread) and its req/CPU-s ratio "
       "to async-mem with the interval. The step is the instructions a request added to the rung before "
-      "(SPEC.md section 15.4).")
+      "(SPEC.md section 16.4).")
     w("")
     w("| scenario | rung | flags | instructions | step | over async-mem | system calls | context switches | "
       "hops | cross-thread hops | wake-ups | ratio | CI |")
