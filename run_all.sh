@@ -662,7 +662,8 @@ fi
 # The cost account (runner/analysis/cost.py): counts per request, from the binaries just measured.
 if (( ! no_cost )); then
     log_info "cost account: every server and scenario (and a contended row per binary), about $cost_s s"
-    analysis cost "$batch_dir" "$mode" >&2 || { log_info "the cost account failed"; failed=1; }
+    # (a failed stage leaves index.json without its cost list; the runs and the verdict stand)
+    analysis cost "$batch_dir" "$mode" >&2 || log_info "the cost account failed (see above): no cost list in index.json"
 fi
 
 read -r host_total1 host_steal1 < <(cpu_line)

@@ -419,7 +419,13 @@ def run(batch_dir, mode="quick"):
     rows = []
     for i, s in enumerate(setups, 1):
         _say(f"[{i}/{len(setups)}] {s.server.name} {s.scenario}{' (contended: 2 threads, pipelined)' if s.contended else ''} ...")
-        row = measure(s)
+        try:
+            row = measure(s)
+        except Exception as e:  # noqa: BLE001  a broken row must not lose the others
+            row = {"server": s.server.name, "scenario": s.scenario, "contended": s.contended,
+                   "server_threads": s.threads, "flags": {}, "requests": None, "method": METHOD,
+                   **{f: None for f in FIELDS}, "seconds": None,
+                   "unmeasured": {f: f"the stage failed: {type(e).__name__}: {e}" for f in FIELDS}}
         rows.append(row)
         _say(f"[{i}/{len(setups)}] {s.server.name} {s.scenario}: {line(row)} ({row['seconds']} s)")
     doc = {"mode": mode, "method": METHOD, "contended_setup": CONTENDED, "rows": rows}
