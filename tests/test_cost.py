@@ -123,23 +123,25 @@ class Words(unittest.TestCase):
         self.assertIsNone(e["instructions_per_hop"])
         self.assertNotIn("hop", cost.extra_words(e))
 
-    def test_strace_summary_parsed_by_kind(self):
-        text = ("% time     seconds  usecs/call     calls    errors syscall\n"
-                "------ ----------- ----------- --------- --------- ----------------\n"
-                " 40.00    0.000400           2       200           epoll_wait\n"
-                " 30.00    0.000300           1       300           writev\n"
-                " 20.00    0.000200           1       300        10 read\n"
-                "  5.00    0.000050           1        30           futex\n"
-                "  5.00    0.000050           1         7           getppid\n"
-                "------ ----------- ----------- --------- --------- ----------------\n"
-                "100.00    0.001000           1       837        10 total\n")
+    def test_strace_trace_counted_by_window_and_kind(self):
+        text = ("101 100.000100 epoll_wait(3, [], 1024, -1) = 0\n"
+                "101 100.500000 read(5, \"GET\", 65536) = 3\n"
+                "102 100.600000 futex(0x7f, FUTEX_WAIT, 0, NULL <unfinished ...>\n"
+                "101 100.700000 writev(5, [...], 2) = 40\n"
+                "102 100.800000 <... futex resumed>) = 0\n"
+                "101 100.900000 getppid() = 1\n"
+                "101 101.500000 read(5, \"GET\", 65536) = 3\n"
+                "101 101.600000 +++ exited with 0 +++\n")
         with tempfile.NamedTemporaryFile("w", suffix=".st", delete=False) as fh:
             fh.write(text)
         try:
-            kinds = cost.by_kind(cost.strace_counts(fh.name))
+            wins = cost.trace_counts(fh.name, [100.0, 100.2, 101.0, 102.0])
         finally:
             os.unlink(fh.name)
-        self.assertEqual(kinds, {"read": 300, "write": 300, "epoll_wait": 200, "futex": 30, "other": 7})
+        self.assertEqual([cost.by_kind(w) for w in wins],
+                         [{"read": 0, "write": 0, "epoll_wait": 1, "futex": 0, "other": 0},
+                          {"read": 1, "write": 1, "epoll_wait": 0, "futex": 1, "other": 1},
+                          {"read": 1, "write": 0, "epoll_wait": 0, "futex": 0, "other": 0}])
 
 
 class Ladder(unittest.TestCase):

@@ -3,8 +3,8 @@ batch, what one request costs the server in counts the host's noise cannot move:
   instructions   user-space instructions of the whole server process, callgrind, the 2N-N
                  difference of two fresh servers (burst mode: every round one wake-up that
                  finds one request on every connection; the method of bench/instr-per-req.sh)
-  system calls   strace -f -c over a fresh server answering N and another answering 2N
-                 requests (closed loop), the difference per request, by kind
+  system calls   one server under strace -f -ttt: the calls (by kind) between the client's
+                 marks, an idle window (w0), N requests (w1), 2N (w2): (w1 + w2 - 2 w0) / 3N
   context switches  voluntary and involuntary, summed over the server's threads
                  (/proc/PID/task/*/status), and the servers' own counters on /metrics
                  (messages = hops, cross-thread hops, wake-ups, store-lock waits): one plain
@@ -53,7 +53,7 @@ CONNECTIONS = 8
 CONTENDED = {"threads": 2, "connections": 16, "depth": 4, "scenario": "s2"}
 READY_S = 60
 METHOD = {"instructions": "callgrind 2N-N (two fresh servers, burst rounds of one request a connection)",
-          "syscalls": "strace -f -c 2N-N (two fresh servers, closed loop)",
+          "syscalls": "strace -f -ttt, one server, N then 2N requests less an idle window's, closed loop",
           "context_switches": "/proc/PID/task/*/status, one server, N then 2N requests less two scrapes' own",
           "counters": "/metrics deltas, one server, N then 2N requests less two scrapes' own"}
 
@@ -151,11 +151,18 @@ class Server:
         self.stop()
         raise Unmeasured(f"the server was not ready after {READY_S} s")
 
+    conns = None
+
     def send(self, n, mode="closed"):
+        """N requests of the setup's mix; in closed mode over connections opened once and kept
+        (so that no window counts a connection's set-up)."""
         s = self.setup
         try:
+            if mode == "closed" and self.conns is None:
+                self.conns = [reqclient.Conn(self.port) for _ in range(s.connections)]
             out = reqclient.send(self.port, s.mix, n, s.connections, mode, self.proc.pid if mode == "burst" else None,
-                                 1, s.bearer, s.depth if mode == "closed" else 1)
+                                 1, s.bearer, s.depth if mode == "closed" else 1,
+                                 self.conns if mode == "closed" else None)
         except (OSError, ValueError) as e:
             raise Unmeasured(f"the client failed: {e}; server: {self.tail()}") from e
         if out["unexpected_status"]:
@@ -185,6 +192,9 @@ class Server:
                 self.proc.wait()
 
     def close(self):
+        for c in self.conns or []:
+            c.sock.close()
+        self.conns = None
         self.stop()
         shutil.rmtree(self.dir, ignore_errors=True)
 
@@ -225,21 +235,6 @@ def instructions(setup):
     return (totals[1] - totals[0]) / n
 
 
-def strace_counts(path):
-    """{syscall: calls} of an strace -c summary file."""
-    out = {}
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        for line in fh:
-            f = line.split()
-            if len(f) >= 5 and f[-1] != "total" and re.match(r"^\d+(\.\d+)?$", f[0]):
-                # % time, seconds, usecs/call, calls, [errors,] syscall
-                try:
-                    out[f[-1]] = out.get(f[-1], 0) + int(f[3])
-                except ValueError:
-                    continue
-    return out
-
-
 def by_kind(counts):
     kinds = {k: 0 for k, _ in SYSCALL_KINDS}
     kinds["other"] = 0
@@ -249,30 +244,55 @@ def by_kind(counts):
     return kinds
 
 
+STRACE_LINE = re.compile(r"^\d+\s+(\d+\.\d+)\s+([a-z_0-9]+)\(")
+
+
+def trace_counts(path, bounds):
+    """Per window between consecutive BOUNDS (epoch seconds), {syscall: calls} of an
+    `strace -f -ttt` output (each call once: at its entry line; "<... resumed>" skipped)."""
+    wins = [dict() for _ in range(len(bounds) - 1)]
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            m = STRACE_LINE.match(line)
+            if not m:
+                continue
+            t = float(m.group(1))
+            for k in range(len(wins)):
+                if bounds[k] <= t < bounds[k + 1]:
+                    wins[k][m.group(2)] = wins[k].get(m.group(2), 0) + 1
+                    break
+    return wins
+
+
 def syscalls(setup):
-    """(system calls per request, {kind: per request}) by strace -f -c, 2N-N."""
+    """(system calls per request, {kind: per request}): one server under strace -f -ttt, the
+    calls between the client's marks: none (w0), N requests (w1), 2N (w2), closed loop;
+    (w1 + w2 - 2 w0) / 3N."""
     if not shutil.which("strace"):
         raise Unmeasured("strace is not installed")
     n = setup.sizes[1]
-    kinds = []
-    for k in (n, 2 * n):
-        tmp = tempfile.mkdtemp(prefix="cost-st.")
+    tmp = tempfile.mkdtemp(prefix="cost-st.")
+    try:
+        out = os.path.join(tmp, "strace.out")
+        srv = Server(setup, ["strace", "-f", "-ttt", "-o", out, "--"])
         try:
-            out = os.path.join(tmp, "strace.out")
-            srv = Server(setup, ["strace", "-f", "-c", "-o", out, "--"])
-            try:
+            srv.send(max(n // 10, setup.connections), "closed")   # warm-up
+            marks = [time.time()]
+            time.sleep(0.2)
+            marks.append(time.time())
+            for k in (n, 2 * n):
                 srv.send(k, "closed")
-            finally:
-                srv.close()
-            if not os.path.exists(out):
-                raise Unmeasured("strace wrote no summary")
-            counts = strace_counts(out)
-            if not counts:
-                raise Unmeasured("strace's summary is empty (ptrace not permitted?)")
-            kinds.append(by_kind(counts))
+                marks.append(time.time())
         finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-    per = {k: (kinds[1][k] - kinds[0][k]) / n for k in kinds[0]}
+            srv.close()
+        if not os.path.exists(out):
+            raise Unmeasured("strace wrote no trace")
+        wins = [by_kind(w) for w in trace_counts(out, marks)]
+        if not any(sum(w.values()) for w in wins[1:]):
+            raise Unmeasured("strace's trace holds no call (ptrace not permitted?)")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    per = {k: (wins[1][k] + wins[2][k] - 2 * wins[0][k]) / (3 * n) for k in wins[0]}
     return sum(per.values()), per
 
 

@@ -197,12 +197,14 @@ def stop_process(pid):
     wait_for(pid, lambda st, call: st in ("T", "t"), "stopped")
 
 
-def send(port, mix, requests, connections=8, mode="closed", pid=None, seed=1, bearer=None, depth=1):
+def send(port, mix, requests, connections=8, mode="closed", pid=None, seed=1, bearer=None, depth=1, conns=None):
     """Sends REQUESTS requests of the mix file MIX to 127.0.0.1:PORT over CONNECTIONS
     keep-alive connections in MODE (closed, serial, burst; see the module's text), DEPTH in
     flight per connection in closed mode. Returns {"requests": answered, "unexpected_status":
-    {status: count}}. Raises ConnectionError (or OSError) when a connection fails, ValueError
-    on bad arguments; exits 2 (die) on a bad mix file."""
+    {status: count}}. CONNS: open Conn objects to use (and leave open: a caller that counts
+    what the server does keeps connection set-up out of its windows), else CONNECTIONS new
+    ones, closed at the end. Raises ConnectionError (or OSError) when a connection fails,
+    ValueError on bad arguments; exits 2 (die) on a bad mix file."""
     if requests < 1 or connections < 1 or depth < 1:
         raise ValueError("requests, connections and depth must be >= 1")
     if mode == "burst" and pid is None:
@@ -213,7 +215,9 @@ def send(port, mix, requests, connections=8, mode="closed", pid=None, seed=1, be
         bearer = os.environ.get("BEARER") or "test-token-aaaaaaaaaaaaaaaaaaaa"
     headers, lines = parse_mix(mix, bearer)
     reqs = build_requests(headers, lines, requests, seed, f"127.0.0.1:{port}")
-    conns = [Conn(port) for _ in range(connections)]
+    own = conns is None
+    if own:
+        conns = [Conn(port) for _ in range(connections)]
     bad = {}
     done = 0
     nxt = 0
@@ -269,8 +273,9 @@ def send(port, mix, requests, connections=8, mode="closed", pid=None, seed=1, be
     except (OSError, ConnectionError, ValueError, IndexError) as e:
         raise ConnectionError(f"after {done} responses: {e}") from e
     finally:
-        for c in conns:
-            c.sock.close()
+        if own:
+            for c in conns:
+                c.sock.close()
     return {"requests": done, "unexpected_status": bad}
 
 
