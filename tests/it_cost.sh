@@ -2,7 +2,7 @@
 # it_cost.sh: the cost account and the ladder end to end (TAP): `./run_all.sh --smoke --ladder`
 # must generate a definition per rung, run them with async-mem as a league on s2, end with
 # index.json's `cost` (every agreed key in every row; the hops of /users/{id}: 6 with
-# placement=local, every hop crossing with spread; a contended row per binary: two server
+# placement=local, every hop crossing with spread; a contended row per binary: four server
 # threads, actor hops crossing threads, async store acquisitions) and `ladder` (every rung,
 # its flags, ratio and interval keys), summary.md's three sections and report.html's ladder
 # chart; and `--no-cost` must leave all of it out. Needs the binaries in build/ with the
@@ -59,9 +59,9 @@ jqok "cost: the rung's flags come from the server (actor_runtime_info)" \
 jqok "cost: instructions and system calls counted (valgrind and strace present), or the reason given" \
     'all(.cost[]; (.instructions_per_request != null or (.unmeasured.instructions_per_request | type) == "string")
                   and (.syscalls_per_request != null or (.unmeasured.syscalls_per_request | type) == "string"))'
-jqok "the contended run: 2 server threads, the actor hops crossing threads, the async store locked" \
+jqok "the contended run: 4 server threads, the actor hops crossing threads, the async store locked" \
     '[.cost[] | select(.contended)] | length == 2
-     and all(.[]; .server_threads == 2)
+     and all(.[]; .server_threads == 4)
      and any(.[]; .server == "actor-mem-default" and .cross_thread_hops_per_request > 0)
      and any(.[]; .server == "async-mem" and .lock_acquisitions_per_request >= 1)'
 jqok "index.json ladder: every rung in order with its flags, ratio and interval keys" \
