@@ -143,12 +143,15 @@ $(BUILD)/tests/helpers/%: $(BUILD)/obj/tests/helpers/%.o $(LIBCOMMON)
 test: binaries
 	@BUILD=$(BUILD) tests/run.sh
 
-# The actor runtime's unit tests (topology included), then it_actor.py and the contract
-# suite at --threads 4 (both servers) on the TSan build: races under real parallelism.
+# The actor runtime's unit tests (topology and the ladder's mailboxes included), then
+# it_actor.py, it_counters.py (every ladder rung: spread, malloc, copy, ring, mutex) and
+# the contract suite at --threads 4 (both servers) on the TSan build: races under real
+# parallelism.
 check-tsan:
 	@$(MAKE) --no-print-directory SANITIZER=thread all
 	@BUILD=build-thread TEST_FILTER=actor tests/run.sh --unit-only
 	@BUILD=build-thread TEST_FILTER=it_actor tests/run.sh --it-only
+	@BUILD=build-thread TEST_FILTER=it_counters tests/run.sh --it-only
 	@BUILD=build-thread TEST_FILTER=it_contract_t4 tests/run.sh --it-only
 
 # ASan+UBSan: the C unit tests and the server suites (the runner, sweep, distributed, report,

@@ -49,6 +49,7 @@ ACTOR_PLACEMENT="${ACTOR_PLACEMENT:-}"    # actor-server ladder: --placement loc
 ACTOR_MESSAGE="${ACTOR_MESSAGE:-}"        # --message pointer|malloc|copy (unset: pointer)
 ACTOR_MAILBOX="${ACTOR_MAILBOX:-}"        # --mailbox vyukov|ring|mutex (unset: vyukov)
 ACTOR_DRAIN="${ACTOR_DRAIN:-}"            # --drain N, 1..4096 (unset: 64)
+ACTOR_SPIN="${ACTOR_SPIN:-}"              # --spin N, 0..1000000 (unset: 64)
 SEED_USERS="${SEED_USERS:-10000}"         # must match the mix files' id range
 REQ_TIMEOUT_SEC="${REQ_TIMEOUT_SEC:-10}"  # loadgen per-request timeout
 LOADGEN_TICK="${LOADGEN_TICK:-}"          # loadgen --tick at a constant rate (unset: its default)
@@ -137,7 +138,7 @@ Environment (an option beats it; it beats --quick/--smoke):
   idle; both: every hardware thread; off: one thread per core on both sides) CPU_MASK (plan
   on this CPU list instead of the affinity mask) CPU_TOPOLOGY_ROOT (/sys/devices/system/cpu)
   SERVER_THREADS (the server's --threads; default its CPU count; more is oversubscribed,
-  warned about) SERVER_CPU_COUNT (the plan's server CPUs instead of its default) SAT_RATIO (0.7) BEARER ACTOR_WORKERS ACTOR_PLACEMENT ACTOR_MESSAGE ACTOR_MAILBOX ACTOR_DRAIN
+  warned about) SERVER_CPU_COUNT (the plan's server CPUs instead of its default) SAT_RATIO (0.7) BEARER ACTOR_WORKERS ACTOR_PLACEMENT ACTOR_MESSAGE ACTOR_MAILBOX ACTOR_DRAIN ACTOR_SPIN
   (the actor server's runtime ladder, actor-server --help) GROUP_COMMIT (1: every POST
   committed alone, in both servers; N > 1: the actor server's store actor commits up to N
   POSTs together, async-server stays at 1) SEED_USERS (10000) REQ_TIMEOUT_SEC (10) LOADGEN_TICK
@@ -334,7 +335,10 @@ parse_args() {
     if [[ -n "$ACTOR_DRAIN" ]] && { ! is_pos_int "$ACTOR_DRAIN" || (( 10#$ACTOR_DRAIN > 4096 )); }; then
         usage_error "ACTOR_DRAIN must be a whole number in 1..4096, got '$ACTOR_DRAIN'"
     fi
-    export ACTOR_PLACEMENT ACTOR_MESSAGE ACTOR_MAILBOX ACTOR_DRAIN
+    if [[ -n "$ACTOR_SPIN" ]] && { ! is_uint "$ACTOR_SPIN" || (( 10#$ACTOR_SPIN > 1000000 )); }; then
+        usage_error "ACTOR_SPIN must be a whole number in 0..1000000, got '$ACTOR_SPIN'"
+    fi
+    export ACTOR_PLACEMENT ACTOR_MESSAGE ACTOR_MAILBOX ACTOR_DRAIN ACTOR_SPIN
     if [[ -n "$GROUP_COMMIT" ]]; then
         # the servers' --group-commit range (common/options.h OPTIONS_GROUP_COMMIT_MAX)
         if ! is_pos_int "$GROUP_COMMIT" || (( 10#$GROUP_COMMIT > 64 )); then

@@ -11,8 +11,8 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "sched.h"
 #include "altq.h"
+#include "sched.h"
 #include "util.h"
 
 struct actor *actor_new(const char *name, actor_fn fn, void *state, struct sched *home,
@@ -119,9 +119,10 @@ static int push_remote(struct actor *a, void *msg)
 
 int actor_send_remote(struct actor *a, void *msg)
 {
+    sched_count_send(a->home, 1);
     int rc = push_remote(a, msg);
-    if (rc == 0)
-        sched_count_send(a->home);
+    if (rc != 0)
+        sched_count_send(a->home, -1);
     return rc;
 }
 
@@ -131,12 +132,13 @@ int actor_send_slow(struct actor *a, void *msg)
     void *m = ops != NULL ? ops->wrap(msg) : msg;
     int rc;
 
+    sched_count_send(a->home, 1);
     if (a->home == sched_current() && !a->via_mailbox)
         rc = actor_push_local(a, m);
     else
         rc = push_remote(a, m);
-    if (rc == 0)
-        sched_count_send(a->home);
+    if (rc != 0)
+        sched_count_send(a->home, -1);
     if (ops != NULL) {
         if (rc != 0)
             ops->unsent(m);

@@ -6,7 +6,9 @@
  * empty transition, and both are run by the home scheduler's one thread, so the
  * behaviour never runs concurrently with itself. Messages from one sender keep their
  * order (a sender is always on the home thread or never). It does not own its messages
- * or its state (the caller does). */
+ * or its state (the caller does). For the server's ladder, the cross-thread half may be
+ * another queue (altq.h) and sends may be wrapped (struct actor_msg_ops); either moves
+ * every send to the out-of-line path and leaves the inline one as it was. */
 #ifndef ACTOR_ACTOR_H
 #define ACTOR_ACTOR_H
 
@@ -131,9 +133,11 @@ static inline int actor_send(struct actor *a, void *msg)
 {
     if (a->fast_home != sched_current())
         return actor_send_slow(a, msg);
-    /* the sender runs on a's home thread: its counts are home's */
+    if (actor_push_local(a, msg) != 0)
+        return -EAGAIN;
+    /* the sender runs on a's home thread, which also runs a: its counts are home's */
     atomics_add64_one_writer(&a->home_local->counts.messages, 1);
-    return actor_push_local(a, msg);
+    return 0;
 }
 
 /* What a run of the cross-thread half left (actor_run). */

@@ -10,7 +10,9 @@
  * to N in one transaction. The message is the struct request itself: no allocation per
  * hop.
  * Backpressure: a loop holds at most INFLIGHT_MAX requests in actors; beyond that, or
- * when any mailbox is full, the request is answered 503 + Retry-After: 1 at once. */
+ * when any mailbox is full, the request is answered 503 + Retry-After: 1 at once.
+ * The runtime's ladder (--placement, --message, --mailbox, --drain, --spin) changes one
+ * of these choices each (ARCHITECTURE.md "Actor topology"); the defaults are the above. */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -490,9 +492,9 @@ static void metrics_extra(struct buf *out, void *arg)
                "flags).\n"
                "# TYPE actor_runtime_info gauge\n"
                "actor_runtime_info{placement=\"%s\",message=\"%s\",mailbox=\"%s\","
-               "drain=\"%u\",workers=\"%u\"} 1\n",
+               "drain=\"%u\",spin=\"%u\",workers=\"%u\"} 1\n",
                options_placement_names[opt->placement], options_message_names[opt->message],
-               options_mailbox_names[opt->mailbox], opt->drain, st->nworkers);
+               options_mailbox_names[opt->mailbox], opt->drain, opt->spin, st->nworkers);
     static const char *const head[2] = {
         "# HELP actor_messages_processed_total Messages an actor has handled.\n"
         "# TYPE actor_messages_processed_total counter\n",
@@ -596,6 +598,7 @@ static int arch_build(struct actor_state *st)
             snprintf(name, sizeof name, "actor-%u", w % 100000u); /* <= 15 bytes */
         st->workers[w] = sched_new_thread(name);
         sched_set_batch(st->workers[w], ctx->opt.drain);
+        sched_set_spin(st->workers[w], ctx->opt.spin);
     }
     for (unsigned i = 0; i < st->nsets; i++) {
         struct mw_set *set = &st->sets[i];
@@ -679,10 +682,10 @@ static int arch_init(struct serve_ctx *ctx)
     ctx->registry.extra_ctx = st;
     ctx->registry.runtime = runtime_counts;
     ctx->registry.runtime_ctx = st;
-    snprintf(ctx->info, sizeof ctx->info, "placement=%s message=%s mailbox=%s drain=%u",
+    snprintf(ctx->info, sizeof ctx->info, "placement=%s message=%s mailbox=%s drain=%u spin=%u",
              options_placement_names[ctx->opt.placement],
              options_message_names[ctx->opt.message],
-             options_mailbox_names[ctx->opt.mailbox], ctx->opt.drain);
+             options_mailbox_names[ctx->opt.mailbox], ctx->opt.drain, ctx->opt.spin);
     return 0;
 }
 

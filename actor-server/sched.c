@@ -24,9 +24,6 @@ enum sched_kind { SCHED_THREAD, SCHED_UV };
 /* Values of sched.idle. */
 enum { AWAKE = 0, IDLE = 1, STOPPED = 2 };
 
-/* Polls of an empty run queue before a worker sleeps: catches a reply that is a few
- * hundred nanoseconds away without a futex round trip. */
-#define SCHED_SPIN 64
 
 struct sched {
     struct sched_local local; /* runnable local halves; s's own thread only */
@@ -38,6 +35,7 @@ struct sched {
     unsigned actors;         /* atomics.h: actors homed here (bounds the run queue) */
     enum sched_kind kind;
     unsigned batch;
+    unsigned spin;           /* thread kind: polls of an empty run queue before sleeping */
     bool started;
     char name[16];
     pthread_t thread;        /* thread kind */
@@ -68,6 +66,7 @@ static struct sched *sched_alloc(enum sched_kind kind)
     atomics_store_relaxed(&s->actors, 0);
     s->kind = kind;
     s->batch = SCHED_DEFAULT_BATCH;
+    s->spin = SCHED_DEFAULT_SPIN;
     return s;
 }
 
@@ -170,14 +169,14 @@ static void count_wakeup(void)
         atomics_add64_one_writer(&self->local.counts.wakeups, 1);
 }
 
-void sched_count_send(const struct sched *to)
+void sched_count_send(const struct sched *to, int delta)
 {
     struct sched *self = sched_self_tls;
     if (self == NULL)
         return;
-    atomics_add64_one_writer(&self->local.counts.messages, 1);
+    atomics_add64_one_writer(&self->local.counts.messages, (uint64_t)(int64_t)delta);
     if (to != self)
-        atomics_add64_one_writer(&self->local.counts.cross_thread, 1);
+        atomics_add64_one_writer(&self->local.counts.cross_thread, (uint64_t)(int64_t)delta);
 }
 
 void sched_counts_add(const struct sched *s, struct sched_counts *sum)
@@ -200,7 +199,7 @@ static void futex_wake(unsigned *word)
 
 static bool runq_wait_briefly(struct sched *s)
 {
-    for (int i = 0; i < SCHED_SPIN; i++) {
+    for (unsigned i = 0; i < s->spin; i++) {
         if (mailbox_depth(&s->runq) != 0)
             return true;
 #if defined(__x86_64__) || defined(__i386__)
@@ -369,6 +368,11 @@ int sched_new_uv(uv_loop_t *loop, struct sched **out)
 void sched_set_batch(struct sched *s, unsigned batch)
 {
     s->batch = batch > 0 ? batch : 1;
+}
+
+void sched_set_spin(struct sched *s, unsigned spin)
+{
+    s->spin = spin;
 }
 
 unsigned sched_batch(const struct sched *s)

@@ -18,6 +18,9 @@ struct sched;
 
 #define SCHED_DEFAULT_BATCH 64u
 #define SCHED_MAX_ACTORS 4095u
+/* Polls of an empty run queue before a worker sleeps: catches a reply that is a few
+ * hundred nanoseconds away without a futex round trip. */
+#define SCHED_DEFAULT_SPIN 64u
 
 /* Creates a thread scheduler (not yet running; see sched_start). name is copied (the
  * thread's name, up to 15 bytes shown). Aborts only on OOM. Any thread. */
@@ -46,6 +49,12 @@ void sched_uv_drain(struct sched *s);
 /* Sets how many messages one actor may handle per run (>= 1; default 64). Only before
  * sched_start. */
 void sched_set_batch(struct sched *s, unsigned batch);
+
+/* Sets how many times an idle thread scheduler polls its empty run queue (a pause
+ * instruction between polls) before it sleeps on its futex: 0 sleeps at once (every
+ * hand-off to it is then a wake-up), more trades CPU for fewer wake-ups. Default 64.
+ * Only before sched_start; a uv scheduler never spins (its loop blocks in epoll). */
+void sched_set_spin(struct sched *s, unsigned spin);
 
 /* Starts running actors: spawns the thread (thread kind; returns 0 or a negative errno
  * from pthread_create) or does nothing (uv kind: the loop runs it; returns 0). Once. */
@@ -112,9 +121,11 @@ struct sched_local {
 /* Adds s's counts into *sum (relaxed snapshots). Any thread. */
 void sched_counts_add(const struct sched *s, struct sched_counts *sum);
 
-/* Counts one send made on this thread (to an actor homed on `to`): for actor.c's
- * cross-thread path. Any thread (a thread without a scheduler counts nothing). */
-void sched_count_send(const struct sched *to);
+/* Counts one send made on this thread to an actor homed on `to` (delta 1), or takes one
+ * back (delta -1: the push failed). For actor.c's out-of-line path, which counts before
+ * the push, so a scrape that sees a reply also sees the send. Any thread (a thread
+ * without a scheduler counts nothing). */
+void sched_count_send(const struct sched *to, int delta);
 
 /* s's local run list (fixed for s's lifetime; actor_new keeps it). Any thread. */
 struct sched_local *sched_local_of(struct sched *s);

@@ -20,12 +20,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <ck_pr.h>
-#include <ck_ring.h>
 #include <uv.h>
 #include <valgrind/callgrind.h>
 
 #include "actor-server/actor.h"
+#include "actor-server/altq.h"
 #include "actor-server/mailbox.h"
 #include "actor-server/sched.h"
 #include "histogram.h"
@@ -511,50 +510,31 @@ static double hop_pingpong(unsigned long iters)
  * producer reserving a slot with a CAS on the producer head, writing it, then publishing
  * once every earlier reservation is published (spinning 32 polls, then sched_yield, as
  * the production code did). A producer preempted between reserve and publish holds up
- * every later producer of the ring: the convoy --queues measures against the mailbox. */
-#define CKRING_COMMIT_SPIN 32
-
+ * every later producer of the ring: the convoy --queues measures against the mailbox.
+ * It is the server's --mailbox=ring (actor-server/altq.c), used here as it is there. */
 struct ckq {
-    struct ck_ring ring;
-    struct ck_ring_buffer *slots;
+    struct altq q;
 };
 
 static void ckq_init(struct ckq *q, unsigned size)
 {
-    ck_ring_init(&q->ring, size);
-    q->slots = xcalloc(size, sizeof *q->slots);
+    if (altq_init(&q->q, ALTQ_RING, size) != 0)
+        panic("contention: bad ck_ring size %u", size);
 }
 
 static void ckq_destroy(struct ckq *q)
 {
-    free(q->slots);
-    q->slots = NULL;
+    altq_destroy(&q->q);
 }
 
 static int ckq_push(struct ckq *q, void *msg)
 {
-    unsigned ticket, spins = 0;
-    void **slot = ck_ring_enqueue_reserve_mpmc(&q->ring, q->slots, &ticket);
-
-    if (slot == NULL)
-        return -EAGAIN; /* full */
-    *slot = msg;
-    while (ck_pr_load_uint(&q->ring.p_tail) != ticket) {
-        if (++spins < CKRING_COMMIT_SPIN) {
-            ck_pr_stall();
-        } else {
-            spins = 0;
-            sched_yield();
-        }
-    }
-    ck_pr_fence_store();
-    ck_pr_store_uint(&q->ring.p_tail, ticket + 1);
-    return 0;
+    return altq_push(&q->q, msg);
 }
 
 static int ckq_pop(struct ckq *q, void **msg)
 {
-    return ck_ring_dequeue_mpsc(&q->ring, q->slots, msg) ? 0 : -EAGAIN;
+    return altq_try_pop(&q->q, msg);
 }
 
 static double hop_ckq(unsigned long iters, int collect)

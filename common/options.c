@@ -93,7 +93,10 @@ void options_usage(FILE *out, const char *prog, int features)
                   "  --mailbox=vyukov|ring|mutex  the cross-thread mailbox: Vyukov's bounded\n"
                   "                          MPSC queue, Concurrency Kit's MPSC ck_ring, or a\n"
                   "                          mutex + condition variable queue\n"
-                  "  --drain=N               messages an actor handles per run, 1..4096 (default 64)\n"
+                  "  --drain=N               messages per actor run, 1..4096 (default 64)\n"
+                  "  --spin=N                polls of an empty run queue before a worker thread\n"
+                  "                          sleeps, 0..1000000 (default 64; 0: every hand-off\n"
+                  "                          to an idle worker is a futex wake-up)\n"
                 : "",
             OPTIONS_STORE_TIMEOUT_MS);
 }
@@ -136,7 +139,7 @@ int options_parse(struct options *o, int argc, char **argv, const char *prog, in
 {
     enum { O_STORE = 1, O_HOST, O_PORT, O_THREADS, O_DB, O_BEARER, O_SEED, O_LOG, O_MAXC,
            O_MAXB, O_WORKERS, O_GROUP, O_HELP, O_VERSION, O_STORE_TO, O_HDR_TO, O_BODY_TO,
-           O_SEND_TO, O_IDLE_TO, O_PLACEMENT, O_MESSAGE, O_MAILBOX, O_DRAIN };
+           O_SEND_TO, O_IDLE_TO, O_PLACEMENT, O_MESSAGE, O_MAILBOX, O_DRAIN, O_SPIN };
     static const struct option longopts[] = {
         {"store", required_argument, NULL, O_STORE},
         {"host", required_argument, NULL, O_HOST},
@@ -161,6 +164,7 @@ int options_parse(struct options *o, int argc, char **argv, const char *prog, in
         {"message", required_argument, NULL, O_MESSAGE},
         {"mailbox", required_argument, NULL, O_MAILBOX},
         {"drain", required_argument, NULL, O_DRAIN},
+        {"spin", required_argument, NULL, O_SPIN},
         {NULL, 0, NULL, 0},
     };
     memset(o, 0, sizeof *o);
@@ -186,6 +190,7 @@ int options_parse(struct options *o, int argc, char **argv, const char *prog, in
     o->message = OPTIONS_MESSAGE_POINTER;
     o->mailbox = OPTIONS_MAILBOX_VYUKOV;
     o->drain = OPTIONS_DRAIN_DEFAULT;
+    o->spin = OPTIONS_SPIN_DEFAULT;
 
     optind = 1;
     opterr = 0;
@@ -318,9 +323,10 @@ int options_parse(struct options *o, int argc, char **argv, const char *prog, in
         case O_MESSAGE:
         case O_MAILBOX:
         case O_DRAIN:
+        case O_SPIN:
             if (!(features & OPT_LADDER)) {
-                bad = "unknown option (--placement, --message, --mailbox and --drain are the "
-                      "actor server's)";
+                bad = "unknown option (--placement, --message, --mailbox, --drain and --spin "
+                      "are the actor server's)";
                 plain = 1;
             } else if (c == O_PLACEMENT)
                 bad = parse_name(optarg, options_placement_names, OPTIONS_PLACEMENT_COUNT,
@@ -331,10 +337,15 @@ int options_parse(struct options *o, int argc, char **argv, const char *prog, in
             else if (c == O_MAILBOX)
                 bad = parse_name(optarg, options_mailbox_names, OPTIONS_MAILBOX_COUNT,
                                  &o->mailbox, "--mailbox must be vyukov, ring or mutex");
-            else if (parse_num(optarg, 1, OPTIONS_DRAIN_MAX, &v) == 0)
-                o->drain = (unsigned)v;
+            else if (c == O_DRAIN) {
+                if (parse_num(optarg, 1, OPTIONS_DRAIN_MAX, &v) == 0)
+                    o->drain = (unsigned)v;
+                else
+                    bad = "--drain must be 1..4096";
+            } else if (parse_num(optarg, 0, OPTIONS_SPIN_MAX, &v) == 0)
+                o->spin = (unsigned)v;
             else
-                bad = "--drain must be 1..4096";
+                bad = "--spin must be 0..1000000";
             break;
         case ':':
             bad = "an option is missing its value";

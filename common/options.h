@@ -35,6 +35,7 @@ struct options {
     unsigned message;      /* OPTIONS_MESSAGE_*: pointer (default), malloc or copy */
     unsigned mailbox;      /* OPTIONS_MAILBOX_*: vyukov (default), ring or mutex */
     unsigned drain;        /* messages per actor run, 1..4096 (default 64) */
+    unsigned spin;         /* idle polls before a worker thread sleeps (default 64) */
     int help;
     int version;
 };
@@ -42,7 +43,7 @@ struct options {
 /* What an architecture supports beyond the common flags (options_parse's `features`). */
 #define OPT_WORKERS 1      /* --workers */
 #define OPT_GROUP_COMMIT 2 /* --group-commit above 1 (batched POST commits) */
-#define OPT_LADDER 4       /* --placement, --message, --mailbox, --drain */
+#define OPT_LADDER 4       /* --placement, --message, --mailbox, --drain, --spin */
 #define OPTIONS_GROUP_COMMIT_MAX 64u /* = STORE_BATCH_MAX (app.h) */
 
 #define OPTIONS_STORE_TIMEOUT_MS 250u /* --store-timeout-ms default */
@@ -54,6 +55,8 @@ enum { OPTIONS_MAILBOX_VYUKOV, OPTIONS_MAILBOX_RING, OPTIONS_MAILBOX_MUTEX,
        OPTIONS_MAILBOX_COUNT };
 #define OPTIONS_DRAIN_DEFAULT 64u
 #define OPTIONS_DRAIN_MAX 4096u
+#define OPTIONS_SPIN_DEFAULT 64u
+#define OPTIONS_SPIN_MAX 1000000u
 
 /* The value names of those flags, indexed by the enums above ("local", "spread"...). */
 extern const char *const options_placement_names[OPTIONS_PLACEMENT_COUNT];

@@ -3,11 +3,13 @@
 # binaries on loopback. Both servers expose all five families (0 where the mechanism is
 # absent). actor-server at --threads 1: every rung of the ladder (default, spread,
 # malloc, copy, ring and mutex mailboxes with spread, drain 1) answers correctly and
-# counts exactly 2 messages per /ping and 6 per /users/{id}; cross-thread hops and
+# counts 2 messages per /ping and 6 per /users/{id} (exactly, but for the log tick's
+# message every 250 ms); cross-thread hops and
 # wake-ups are 0 with local placement, every hop crosses a thread (and some wake their
 # target) with spread; its store-lock counters stay 0. async-server: one acquisition per
 # store call, no wait at one thread, waits > 0 under a contended load (2 threads, 4
-# pipelining connections of POSTs and GETs on the SQLite store, bounded in time).
+# pipelining connections of POSTs and GETs on the SQLite store, whose write lock another
+# connection holds for its first 150 ms; bounded in time).
 # Python stdlib only; TAP on stdout. LADDER_RUNGS="a,b" limits the rungs (their names).
 import os
 import re
@@ -23,6 +25,7 @@ FAMILIES = ("actor_messages_total", "actor_cross_thread_hops_total", "actor_wake
             "store_lock_acquisitions_total", "store_lock_waits_total")
 N = int(os.environ.get("IT_COUNTERS_N", "40"))  # requests per route and rung
 CONTEND_S = float(os.environ.get("IT_COUNTERS_CONTEND_S", "8"))  # longest contended load
+HOLD_S = 0.15  # SQLite write lock held from outside at its start (< the 250 ms timeout)
 # (name, flags): the ladder's rungs as the test drives them
 RUNGS = [
     ("default", []),
@@ -33,9 +36,11 @@ RUNGS = [
     ("spread-ring", ["--placement=spread", "--mailbox=ring"]),
     ("spread-mutex", ["--placement=spread", "--mailbox=mutex"]),
     ("drain1", ["--drain=1"]),
+    ("spread-spin0", ["--placement=spread", "--spin=0"]),
     ("all", ["--placement=spread", "--message=copy", "--mailbox=mutex", "--drain=1"]),
 ]
 HOPS = {b"/ping": 2, b"/users/1": 6}  # messages per request, SPEC.md
+TICK_S = 0.25  # each loop's tick (common/server.c SWEEP_MS): one message to its logger
 
 
 def scrape(port):
@@ -75,6 +80,38 @@ def serial(port, path, n):
     return bad
 
 
+def writes_and_lists(port):
+    """The request's other parts through the hops (a body in, a new id and a list out:
+    what --message=copy must carry): None when all is right, else what was wrong."""
+    s = connect(port, 5.0)
+    r = Reader(s)
+    for i in range(5):
+        tag = "w%d-%d" % (os.getpid(), time.monotonic_ns() % 1000000 + i)
+        s.sendall(post(('{"name":"%s","email":"%s@x.org"}' % (tag, tag)).encode()))
+        resp = r.response()
+        m = re.search(rb'"id":(\d+)', resp.body)
+        if resp.status != 201 or m is None or tag.encode() not in resp.body:
+            return "POST: %r" % (resp,)
+        s.sendall(get(b"/users/" + m.group(1)))
+        resp = r.response()
+        if resp.status != 200 or tag.encode() not in resp.body:
+            return "GET of the new user: %r" % (resp,)
+    s.sendall(get(b"/users?limit=5&after=10"))
+    resp = r.response()
+    if resp.status != 200 or resp.body.count(b'"id":') != 5 or b'"id":11,' not in resp.body:
+        return "list: %r" % (resp,)
+    s.sendall(get(b"/users/999999"))
+    resp = r.response()
+    if resp.status != 404:
+        return "absent user: %r" % (resp,)
+    s.sendall(get(b"/users/1", auth=False))
+    resp = r.response()
+    if resp.status != 401:
+        return "no bearer: %r" % (resp,)
+    s.close()
+    return None
+
+
 def test_families(tap, name, path):
     srv = Server(path, threads=1).start()
     try:
@@ -100,17 +137,22 @@ def test_rung(tap, path, rung, flags):
                    for k in info), "%s: actor_runtime_info names the placement" % rung)
         for route, hops in HOPS.items():
             before, _ = scrape(srv.port)
+            t0 = time.monotonic()
             bad = serial(srv.port, route, N)
             after, _ = scrape(srv.port)
+            ticks = int((time.monotonic() - t0) / TICK_S) + 2
             d = deltas(before, after)
             tap.ok(not bad, "%s %s: %d answers correct" % (rung, route.decode(), N),
                    repr(bad[:2]))
-            # the second scrape's own hops (loop -> router -> inbox) come before its render
-            per = (d["actor_messages_total"] - 2) / N
-            tap.ok(d["actor_messages_total"] == hops * N + 2,
+            # the second scrape's own hops (loop -> router -> inbox) come before its
+            # render; the loop's log-flush tick (a message to the logger every 250 ms)
+            # may add a few: far fewer than one more or one less hop per request would
+            extra = d["actor_messages_total"] - hops * N - 2
+            tap.ok(0 <= extra <= ticks,
                    "%s %s: %d messages per request" % (rung, route.decode(), hops),
-                   "delta %d over %d requests (+2 for the scrape): %.3f per request" %
-                   (d["actor_messages_total"], N, per))
+                   "delta %d over %d requests (+2 for the scrape, + at most %d ticks): "
+                   "%.3f per request" % (d["actor_messages_total"], N, ticks,
+                                         (d["actor_messages_total"] - 2) / N))
             if spread:
                 tap.ok(d["actor_cross_thread_hops_total"] == d["actor_messages_total"],
                        "%s %s: every hop crosses a thread" % (rung, route.decode()),
@@ -126,8 +168,12 @@ def test_rung(tap, path, rung, flags):
             tap.ok(d["store_lock_acquisitions_total"] == 0 and d["store_lock_waits_total"] == 0,
                    "%s %s: no store lock (the store actor owns the store)" %
                    (rung, route.decode()), str(d))
+        tap.ok(writes_and_lists(srv.port) is None, "%s: POST, read back, list, 404, 401 "
+               "answered right" % rung, str(writes_and_lists(srv.port)))
         code = srv.stop()
         tap.ok(code == 0, "%s: SIGTERM exits 0" % rung, "exit %r" % (code,))
+        reports = srv.sanitizer_reports()
+        tap.ok(not reports, "%s: no sanitizer reports" % rung, "\n".join(reports[:3]))
     finally:
         if srv.alive():
             srv.kill()
@@ -199,10 +245,22 @@ def test_async_lock(tap, path):
         tap.ok(d["store_lock_waits_total"] == 0, "async-server 1 thread: no lock wait", str(d))
     finally:
         srv.stop()
-    # two threads, four pipelining connections, writes: the mutex is contended
+    # two threads, four pipelining connections (SO_REUSEPORT spreads them over both
+    # loops), writes: the mutex is contended. On a busy 2-CPU host the two loops may
+    # seldom run at once, so another SQLite connection also holds the write lock for
+    # HOLD_S at the start: the POST that holds the mutex then waits inside it (below the
+    # store timeout, so it succeeds) while the other loop's requests wait for the mutex.
     srv = Server(path, store="sqlite", threads=2).start()
     try:
+        import sqlite3
+        holder = sqlite3.connect(srv.db, isolation_level=None, timeout=5,
+                                 check_same_thread=False)
+        holder.execute("BEGIN IMMEDIATE")
+        release = threading.Timer(HOLD_S, lambda: holder.execute("COMMIT"))
+        release.start()
         d, sent, errors = contend(srv, CONTEND_S, lambda x: x["store_lock_waits_total"] > 0)
+        release.join()
+        holder.close()
         tap.ok(not errors, "async-server 2 threads contended: every answer 200/201",
                str(errors[:5]))
         tap.ok(d["store_lock_waits_total"] > 0,

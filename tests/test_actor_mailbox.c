@@ -2,7 +2,10 @@
  * ring: size checks, full reports -EAGAIN, FIFO, and many producers against one
  * consumer thread deliver every message exactly once in per-producer order. The
  * same-thread localq: FIFO across growth and wrap-around, full at its bound, depth. A
- * producer stalled between claiming and publishing blocks no other producer.
+ * producer stalled between claiming and publishing blocks no other producer. The ladder's
+ * alternative mailboxes (altq: ck_ring MPSC, mutex + condvar): size checks, full at
+ * ring_size - 1, FIFO across wrap-around, many producers exactly once in order, and a
+ * blocking pop woken by a push.
  * Counts shrink under ThreadSanitizer. */
 #include <errno.h>
 #include <pthread.h>
@@ -16,6 +19,7 @@
 #include <time.h>
 #include <cmocka.h>
 
+#include "actor-server/altq.h"
 #include "actor-server/localq.h"
 #include "actor-server/mailbox.h"
 
@@ -31,6 +35,86 @@
 static void *msg_make(unsigned producer, unsigned seq)
 {
     return (void *)(uintptr_t)(((uint64_t)producer << 32) | (uint64_t)seq);
+}
+
+/* ---- altq: the ring and mutex mailboxes ---- */
+
+static const enum altq_kind altq_kinds[] = {ALTQ_RING, ALTQ_MUTEX};
+
+static void test_altq_sizes_full_fifo(void **state)
+{
+    for (size_t k = 0; k < 2; k++) {
+        struct altq q;
+        void *msg = NULL;
+        unsigned next = 1;
+
+        assert_int_equal(altq_init(&q, altq_kinds[k], 2), -EINVAL);
+        assert_int_equal(altq_init(&q, altq_kinds[k], 6), -EINVAL);
+        assert_int_equal(altq_init(&q, altq_kinds[k], 8), 0);
+        assert_int_equal(altq_capacity(&q), 7);
+        assert_int_equal(altq_try_pop(&q, &msg), -EAGAIN);
+        /* three laps of fill-to-full and drain: FIFO across the wrap */
+        for (unsigned lap = 0, seq = 1; lap < 3; lap++) {
+            for (unsigned i = 0; i < 7; i++)
+                assert_int_equal(altq_push(&q, msg_make(0, seq++)), 0);
+            assert_int_equal(altq_depth(&q), 7);
+            assert_int_equal(altq_push(&q, msg_make(0, 999)), -EAGAIN);
+            for (unsigned i = 0; i < 7; i++) {
+                assert_int_equal(altq_try_pop(&q, &msg), 0);
+                assert_ptr_equal(msg, msg_make(0, next++));
+            }
+            assert_int_equal(altq_depth(&q), 0);
+            assert_int_equal(altq_try_pop(&q, &msg), -EAGAIN);
+        }
+        altq_destroy(&q);
+    }
+}
+
+struct altq_producer {
+    struct altq *q;
+    unsigned id;
+    pthread_t thread;
+};
+
+static void *altq_producer_main(void *arg)
+{
+    struct altq_producer *p = arg;
+    for (unsigned seq = 1; seq <= PER_PRODUCER; seq++)
+        while (altq_push(p->q, msg_make(p->id, seq)) == -EAGAIN)
+            sched_yield();
+    return NULL;
+}
+
+static void test_altq_many_producers(void **state)
+{
+    for (size_t k = 0; k < 2; k++) {
+        struct altq q;
+        struct altq_producer prod[PRODUCERS];
+        unsigned next[PRODUCERS];
+        void *msg;
+
+        assert_int_equal(altq_init(&q, altq_kinds[k], 256), 0);
+        for (unsigned i = 0; i < PRODUCERS; i++) {
+            next[i] = 1;
+            prod[i] = (struct altq_producer){.q = &q, .id = i};
+            assert_int_equal(pthread_create(&prod[i].thread, NULL, altq_producer_main,
+                                            &prod[i]), 0);
+        }
+        /* altq_pop waits (asleep on the condvar for the mutex queue) */
+        for (unsigned long n = 0; n < (unsigned long)PRODUCERS * PER_PRODUCER; n++) {
+            altq_pop(&q, &msg);
+            uint64_t v = (uint64_t)(uintptr_t)msg;
+            unsigned id = (unsigned)(v >> 32), seq = (unsigned)(v & 0xffffffffu);
+            if (id >= PRODUCERS || seq != next[id])
+                fail_msg("kind %zu: producer %u sent %u, want %u", k, id, seq,
+                         id < PRODUCERS ? next[id] : 0);
+            next[id]++;
+        }
+        for (unsigned i = 0; i < PRODUCERS; i++)
+            assert_int_equal(pthread_join(prod[i].thread, NULL), 0);
+        assert_int_equal(altq_try_pop(&q, &msg), -EAGAIN);
+        altq_destroy(&q);
+    }
 }
 
 static void test_init_rejects_bad_sizes(void **state)
@@ -251,6 +335,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_init_rejects_bad_sizes),
+        cmocka_unit_test(test_altq_sizes_full_fifo),
+        cmocka_unit_test(test_altq_many_producers),
         cmocka_unit_test(test_full_reports_eagain_and_fifo),
         cmocka_unit_test(test_many_producers_one_consumer),
         cmocka_unit_test(test_stalled_producer_blocks_no_producer),

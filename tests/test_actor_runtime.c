@@ -8,6 +8,9 @@
  * other threads. A loop's drain never waits for a sender preempted between claim and
  * publish. A thread scheduler whose thread finds no address space for its stack
  * (a lowered RLIMIT_AS) fails to start with -EAGAIN, nothing leaked, and starts later.
+ * The same many-producer test through the ck_ring and mutex mailboxes (--mailbox); the
+ * runtime's counts (same-thread and cross-thread sends, wake-ups; a thread without a
+ * scheduler counts nothing); message ops wrap every send and undo a failed one.
  * Counts shrink under ThreadSanitizer. */
 #include <errno.h>
 #include <pthread.h>
@@ -110,7 +113,9 @@ static void *producer_main(void *arg)
     return NULL;
 }
 
-static void test_many_producers_into_one_actor(void **state)
+/* PRODUCERS threads into one actor whose cross-thread half is `kind`: exactly once, in
+ * each producer's order, no lost wake-up. */
+static void many_producers(enum actor_mailbox_kind kind)
 {
     struct order_state st = {.seen = 0};
     struct sched *s = sched_new_thread("order");
@@ -122,6 +127,7 @@ static void test_many_producers_into_one_actor(void **state)
     uint64_t start_ns = now_ns();
 
     assert_non_null(a);
+    assert_int_equal(actor_set_mailbox(a, kind), 0);
     for (unsigned i = 0; i < PRODUCERS; i++)
         st.next[i] = 1;
     assert_int_equal(sched_start(s), 0);
@@ -151,6 +157,148 @@ static void test_many_producers_into_one_actor(void **state)
     fprintf(stderr, "# %u x %u messages in %.2f s, %llu sends found the mailbox full, "
             "%llu runs\n", PRODUCERS, PER_PRODUCER, (double)(now_ns() - start_ns) / 1e9,
             (unsigned long long)full, (unsigned long long)actor_runs(a));
+    actor_free(a);
+    sched_free(s);
+}
+
+static void test_many_producers_into_one_actor(void **state)
+{
+    many_producers(ACTOR_MAILBOX_VYUKOV);
+}
+
+static void test_many_producers_ring_mailbox(void **state)
+{
+    many_producers(ACTOR_MAILBOX_RING);
+}
+
+static void test_many_producers_mutex_mailbox(void **state)
+{
+    many_producers(ACTOR_MAILBOX_MUTEX);
+}
+
+/* ---- the runtime's counts (actor_*_total on /metrics) ---- */
+
+#define COUNT_MSGS 1000u
+
+static void count_fn(struct actor *self, void *msg);
+
+struct fanout {
+    struct actor *local, *remote; /* homed on the sender's scheduler / on another one */
+};
+
+/* Forwards each message to an actor on its own scheduler and to one on another. */
+static void fanout_fn(struct actor *self, void *msg)
+{
+    struct fanout *f = self->state;
+    while (actor_send(f->local, msg) == -EAGAIN)
+        sched_yield();
+    while (actor_send(f->remote, msg) == -EAGAIN)
+        sched_yield();
+}
+
+static void test_counts_local_remote_wakeups(void **state)
+{
+    struct sched *s1 = sched_new_thread("count1"), *s2 = sched_new_thread("count2");
+    _Atomic uint64_t got_local = 0, got_remote = 0;
+    struct fanout f;
+    int err = 0;
+    struct actor *a = actor_new("fan", fanout_fn, &f, s1, 2048, &err);
+    f.local = actor_new("loc", count_fn, (void *)&got_local, s1, 2048, &err);
+    f.remote = actor_new("rem", count_fn, (void *)&got_remote, s2, 2048, &err);
+    struct sched_counts c1 = {0}, c2 = {0};
+
+    assert_non_null(a);
+    assert_non_null(f.local);
+    assert_non_null(f.remote);
+    assert_int_equal(sched_start(s1), 0);
+    assert_int_equal(sched_start(s2), 0);
+    /* s2 spins for a few hundred nanoseconds, then sleeps: the first hop to it wakes it */
+    sleep_ms(200);
+    /* from a thread with no scheduler: delivered, not counted */
+    for (unsigned i = 0; i < COUNT_MSGS; i++)
+        while (actor_send(a, msg_make(0, i)) == -EAGAIN)
+            sched_yield();
+    for (uint64_t t0 = now_ns(); atomic_load(&got_remote) < COUNT_MSGS ||
+                                 atomic_load(&got_local) < COUNT_MSGS;)
+        if (now_ns() - t0 > DEADLINE_NS)
+            fail_msg("messages lost: %llu local, %llu remote",
+                     (unsigned long long)atomic_load(&got_local),
+                     (unsigned long long)atomic_load(&got_remote));
+        else
+            sleep_ms(1);
+    assert_int_equal(sched_stop_and_join(s1), 0);
+    assert_int_equal(sched_stop_and_join(s2), 0);
+    sched_counts_add(s1, &c1);
+    sched_counts_add(s2, &c2);
+    /* every send made on s1's thread: COUNT_MSGS local and COUNT_MSGS to s2 */
+    assert_int_equal(c1.messages, 2 * COUNT_MSGS);
+    assert_int_equal(c1.cross_thread, COUNT_MSGS);
+    assert_true(c1.wakeups >= 1 && c1.wakeups <= COUNT_MSGS);
+    assert_int_equal(c2.messages, 0);
+    assert_int_equal(c2.cross_thread, 0);
+    assert_int_equal(c2.wakeups, 0);
+    actor_free(a);
+    actor_free(f.local);
+    actor_free(f.remote);
+    sched_free(s1);
+    sched_free(s2);
+}
+
+/* ---- message ops (the server's --message=malloc|copy) ---- */
+
+struct ops_log {
+    unsigned wrapped, sent, unsent;
+    void *last_sent;
+};
+static struct ops_log ops_log;
+
+static void *ops_wrap(void *msg)
+{
+    ops_log.wrapped++;
+    return (char *)msg + 1; /* a different pointer: what travels */
+}
+
+static void ops_sent(void *msg)
+{
+    ops_log.sent++;
+    ops_log.last_sent = msg;
+}
+
+static void ops_unsent(void *wrapped)
+{
+    ops_log.unsent++;
+}
+
+static const struct actor_msg_ops test_ops = {ops_wrap, ops_sent, ops_unsent};
+
+static void *received;
+static void record_fn(struct actor *self, void *msg)
+{
+    received = msg;
+}
+
+static void test_msg_ops_wrap_sent_unsent(void **state)
+{
+    struct sched *s = sched_new_thread("ops");
+    char buf[8];
+    int err = 0;
+    struct actor *a = actor_new("ops", record_fn, NULL, s, 4, &err); /* holds 3 */
+
+    assert_non_null(a);
+    actor_set_route(a, &test_ops, false);
+    ops_log = (struct ops_log){0};
+    /* not started: the mailbox fills; the fourth send fails and its wrap is undone */
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(actor_send(a, buf), 0);
+    assert_int_equal(actor_send(a, buf), -EAGAIN);
+    assert_int_equal(ops_log.wrapped, 4);
+    assert_int_equal(ops_log.sent, 3);
+    assert_int_equal(ops_log.unsent, 1);
+    assert_ptr_equal(ops_log.last_sent, buf);
+    assert_int_equal(sched_start(s), 0);
+    assert_int_equal(sched_stop_and_join(s), 0);
+    assert_ptr_equal(received, buf + 1); /* the wrapped message arrived */
+    assert_int_equal(actor_processed(a), 3);
     actor_free(a);
     sched_free(s);
 }
@@ -1181,6 +1329,10 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_many_producers_into_one_actor),
+        cmocka_unit_test(test_many_producers_ring_mailbox),
+        cmocka_unit_test(test_many_producers_mutex_mailbox),
+        cmocka_unit_test(test_counts_local_remote_wakeups),
+        cmocka_unit_test(test_msg_ops_wrap_sent_unsent),
         cmocka_unit_test(test_full_mailbox_then_drain),
         cmocka_unit_test(test_bad_ring_size),
         cmocka_unit_test(test_uv_drain_never_waits_for_a_sender),

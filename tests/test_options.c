@@ -2,7 +2,10 @@
  * --opt=value, -h and --version, an empty value refused, ranges checked (group commit
  * 1..64 where batching exists, only 1 elsewhere; the timeouts), and a usage error said
  * in two lines on stderr (what was wrong, then where --help is) instead of the whole
- * text. stderr is captured through a temporary file. */
+ * text; the actor runtime's ladder flags (--placement, --message, --mailbox, --drain,
+ * --spin): defaults, every value, ranges, refused by a server without OPT_LADDER, and
+ * --placement=spread refused beside --workers. stderr is captured through a temporary
+ * file. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -150,6 +153,55 @@ static void test_usage_error_is_two_lines(void **state)
     assert_int_equal(lines(err), 2);
 }
 
+static void test_ladder_flags(void **state)
+{
+    (void)state;
+    struct options o;
+    char err[512];
+    const int actor = OPT_WORKERS | OPT_GROUP_COMMIT | OPT_LADDER;
+
+    assert_int_equal(parse(&o, actor, err, sizeof err, NULL), 0);
+    assert_int_equal(o.placement, OPTIONS_PLACEMENT_LOCAL);
+    assert_int_equal(o.message, OPTIONS_MESSAGE_POINTER);
+    assert_int_equal(o.mailbox, OPTIONS_MAILBOX_VYUKOV);
+    assert_int_equal(o.drain, 64);
+    assert_int_equal(o.spin, 64);
+    assert_int_equal(parse(&o, actor, err, sizeof err, "--placement=spread", "--message",
+                           "copy", "--mailbox=mutex", "--drain", "1", "--spin=0", NULL), 0);
+    assert_int_equal(o.placement, OPTIONS_PLACEMENT_SPREAD);
+    assert_int_equal(o.message, OPTIONS_MESSAGE_COPY);
+    assert_int_equal(o.mailbox, OPTIONS_MAILBOX_MUTEX);
+    assert_int_equal(o.drain, 1);
+    assert_int_equal(o.spin, 0);
+    assert_int_equal(parse(&o, actor, err, sizeof err, "--message=malloc", "--mailbox=ring",
+                           "--drain=4096", "--spin=1000000", NULL), 0);
+    assert_int_equal(o.message, OPTIONS_MESSAGE_MALLOC);
+    assert_int_equal(o.mailbox, OPTIONS_MAILBOX_RING);
+    assert_int_equal(o.drain, 4096);
+    assert_string_equal(options_placement_names[o.placement], "local");
+    assert_string_equal(options_message_names[o.message], "malloc");
+    assert_string_equal(options_mailbox_names[o.mailbox], "ring");
+    /* bad values, each named */
+    assert_int_equal(parse(&o, actor, err, sizeof err, "--placement=remote", NULL), -EINVAL);
+    assert_non_null(strstr(err, "'remote'"));
+    assert_int_equal(parse(&o, actor, err, sizeof err, "--message=box", NULL), -EINVAL);
+    assert_int_equal(parse(&o, actor, err, sizeof err, "--mailbox=lock", NULL), -EINVAL);
+    assert_int_equal(parse(&o, actor, err, sizeof err, "--drain=0", NULL), -EINVAL);
+    assert_int_equal(parse(&o, actor, err, sizeof err, "--drain=4097", NULL), -EINVAL);
+    assert_int_equal(parse(&o, actor, err, sizeof err, "--spin=1000001", NULL), -EINVAL);
+    /* spread makes its own threads */
+    assert_int_equal(parse(&o, actor, err, sizeof err, "--placement=spread", "--workers=2",
+                           NULL), -EINVAL);
+    assert_non_null(strstr(err, "--workers"));
+    assert_int_equal(lines(err), 2);
+    assert_int_equal(parse(&o, actor, err, sizeof err, "--placement=spread", "--workers=0",
+                           NULL), 0);
+    /* a server without the runtime (async-server) refuses them */
+    assert_int_equal(parse(&o, 0, err, sizeof err, "--placement=local", NULL), -EINVAL);
+    assert_non_null(strstr(err, "actor server"));
+    assert_int_equal(parse(&o, 0, err, sizeof err, "--spin=3", NULL), -EINVAL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -158,6 +210,7 @@ int main(void)
         cmocka_unit_test(test_empty_value_refused),
         cmocka_unit_test(test_ranges),
         cmocka_unit_test(test_usage_error_is_two_lines),
+        cmocka_unit_test(test_ladder_flags),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
