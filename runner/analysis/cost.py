@@ -217,7 +217,8 @@ def instructions(setup):
     if not shutil.which("valgrind"):
         raise Unmeasured("valgrind is not installed")
     if not setup.server.build:
-        raise Unmeasured("not one of this project's servers: callgrind of a foreign runtime is outside the stage's time")
+        raise Unmeasured("not one of this project's servers: callgrind of a foreign runtime "
+                         "is outside the stage's time")
     n = setup.sizes[0]
     totals = []
     for k in (n, 2 * n):
@@ -376,7 +377,8 @@ def plain(setup):
 def measure(setup):
     """One cost row for SETUP (every key of FIELDS, null with a reason when unmeasured)."""
     row = {"server": setup.server.name, "scenario": setup.scenario, "contended": setup.contended,
-           "server_threads": setup.threads, "process_threads": None, "flags": {}, "connections": setup.connections, "depth": setup.depth,
+           "server_threads": setup.threads, "process_threads": None, "flags": {},
+           "connections": setup.connections, "depth": setup.depth,
            "requests": {"instructions": setup.sizes[0], "syscalls": setup.sizes[1], "plain": setup.sizes[2]},
            "method": METHOD, "unmeasured": {}}
     for f in FIELDS:
@@ -441,7 +443,8 @@ def run(batch_dir, mode="quick"):
         _say(f"{why}: its counts are null in every row")
     rows = []
     for i, s in enumerate(setups, 1):
-        _say(f"[{i}/{len(setups)}] {s.server.name} {s.scenario}{f' (contended: {s.threads} threads, pipelined)' if s.contended else ''} ...")
+        what = f" (contended: {s.threads} threads, pipelined)" if s.contended else ""
+        _say(f"[{i}/{len(setups)}] {s.server.name} {s.scenario}{what} ...")
         try:
             row = measure(s)
         except Exception as e:  # noqa: BLE001  a broken row must not lose the others
@@ -569,7 +572,8 @@ def _table(rows, w):
         flags = " ".join(f"{a}={b}" for a, b in sorted((r.get("flags") or {}).items())
                          if a in ("placement", "message", "mailbox"))
         w(f"| {r['scenario']} | {r['server']}{f' ({flags})' if flags else ''} | {_n(r.get('server_threads'), 0)} | "
-          f"{_n(r['instructions_per_request'], 0)} | {_n(r['syscalls_per_request'], 2)}{f' ({kinds})' if kinds else ''} | "
+          f"{_n(r['instructions_per_request'], 0)} | "
+          f"{_n(r['syscalls_per_request'], 2)}{f' ({kinds})' if kinds else ''} | "
           f"{_n(r['context_switches_per_request'], 3)} ({_n(r['voluntary_context_switches_per_request'], 3)} + "
           f"{_n(r['involuntary_context_switches_per_request'], 3)}) | {_n(r['hops_per_request'], 2)} | "
           f"{_n(r['cross_thread_hops_per_request'], 2)} | {_n(r['wakeups_per_request'], 3)} | "
@@ -613,8 +617,8 @@ def markdown_lines(index):
         w("")
         w("## Contended run (reported, never part of the verdict)")
         w("")
-        w(f"{CONTENDED['threads']} server threads (I/O loops) under a pipelined load ({CONTENDED['depth']} requests in flight "
-          f"on each of {CONTENDED['connections']} connections): the case "
+        w(f"{CONTENDED['threads']} server threads (I/O loops) under a pipelined load "
+          f"({CONTENDED['depth']} requests in flight on each of {CONTENDED['connections']} connections): the case "
           "where the async server's store mutex is contended and the actor server's messages cross threads. "
           "Counts per request; what this configuration can and cannot show: SPEC.md section 16.3.")
         w("")
@@ -623,11 +627,12 @@ def markdown_lines(index):
         for r in cont:
             lw, ch = r.get("lock_waits_per_request"), r.get("cross_thread_hops_per_request")
             seen = []
-            if lw is not None:
+            # (a server reports only the mechanism it has: the store lock, or messages)
+            if lw is not None and r.get("lock_acquisitions_per_request"):
                 seen.append(f"lock waits {'> 0' if lw > 0 else '= 0 (not contended)'}")
-            if ch is not None:
+            if ch is not None and r.get("hops_per_request"):
                 seen.append(f"cross-thread hops {'> 0' if ch > 0 else '= 0 (none crossed)'}")
-            w(f"- {r['server']}: {', '.join(seen) or 'no counters'}")
+            w(f"- {r['server']}: {', '.join(seen) or 'neither a store lock nor messages counted'}")
     why = {}
     for r in rows:
         for f, reason in (r.get("unmeasured") or {}).items():
@@ -655,12 +660,14 @@ def report_html(index, page):
              "(callgrind, 2N-N), system calls (strace -f -c, 2N-N), context switches over the server's threads, "
              "and the servers' own counters on /metrics. The host's noise does not move counts as it moves times."),
             ("Contended run (reported, never part of the verdict)", True,
-             f"{CONTENDED['threads']} server threads under a pipelined load: the async server's store mutex contended, the actor "
+             f"{CONTENDED['threads']} server threads under a pipelined load: the async server's store mutex "
+             "contended, the actor "
              "server's messages crossing threads.")):
         mine = [(i, r) for i, r in enumerate(rows) if bool(r.get("contended")) == contended]
         if not mine:
             continue
-        out += [f'<h2 id="cost{"-contended" if contended else ""}">{esc(title)}</h2>', f'<p class="note">{esc(note)}</p>',
+        out += [f'<h2 id="cost{"-contended" if contended else ""}">{esc(title)}</h2>',
+                f'<p class="note">{esc(note)}</p>',
                 "<table><tr><th>scenario</th><th>server</th><th>threads</th><th>instructions</th>"
                 "<th>system calls</th><th>context switches</th><th>hops</th><th>cross-thread hops</th>"
                 "<th>wake-ups</th><th>lock waits</th><th>extra over the baseline</th></tr>"]
@@ -675,6 +682,7 @@ def report_html(index, page):
                        f"<td class=\"n\">{f(k + '/cross_thread_hops_per_request', 2)}</td>"
                        f"<td class=\"n\">{f(k + '/wakeups_per_request', 3)}</td>"
                        f"<td class=\"n\">{f(k + '/lock_waits_per_request', 4)}</td>"
-                       f"<td>{esc(extra_words(r['extra_over_baseline'])) if r.get('extra_over_baseline') else ''}</td></tr>")
+                       f"<td>{esc(extra_words(r['extra_over_baseline'])) if r.get('extra_over_baseline') else ''}"
+                       "</td></tr>")
         out.append("</table>")
     return "\n".join(out)
