@@ -101,7 +101,7 @@ pairs, more equal-load rounds (-equal2, ...), while the batch fits its --budget
                      strace system calls by kind, context switches, the /metrics counters:
                      hops, cross-thread hops, wake-ups, lock waits), plus one contended row
                      per server binary (4 server threads, pipelined load), into cost.json,
-                     index.json's cost list and summary.md (SPEC.md section 16); about 20 s a
+                     index.json's cost list and summary.md (SPEC.md section 16); about 5-10 s a
                      row on 2 CPUs, shortened (never skipped) by --smoke
   --ladder           the ladder of the actor runtime's choices: async-mem and actor-mem at
                      each rung (today's flags; placement=spread, message=malloc, message=copy,

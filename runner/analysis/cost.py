@@ -476,7 +476,7 @@ def line(row):
 
 def estimate_s(n_rows, mode):
     """A rough time of the stage for N_ROWS rows on 2 CPUs, in seconds."""
-    return n_rows * (12 if mode == "smoke" else 25)
+    return n_rows * (4 if mode == "smoke" else 10)
 
 
 def load(batch_dir):
