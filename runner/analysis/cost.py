@@ -50,9 +50,9 @@ SYSCALL_KINDS = (("read", ("read", "readv", "recvfrom", "recvmsg", "recvmmsg", "
 # requests per measurement (N; the 2N-N methods also run 2N): (callgrind, strace, plain)
 SIZES = {"full": (2000, 2000, 10000), "quick": (2000, 2000, 10000), "smoke": (300, 300, 1000)}
 CONNECTIONS = 8
-# Four I/O loops on the 2-CPU host (two a CPU): at two, on a quiet host, the async server's
-# store mutex (held for a hash lookup) was found held 0 times in 9,000 requests; at four a
-# loop is preempted inside it about once in 800 requests (bench/NOTES.md, 2026-12-04).
+# Four I/O loops on the 2-CPU host (two a CPU): at two the async server's store mutex (held
+# for a hash lookup) was found held 0 times in 9,000 requests; at four once in 800 to 33,000
+# requests, as busy as the host was (bench/NOTES.md, 2026-12-04).
 CONTENDED = {"threads": 4, "connections": 16, "depth": 4, "scenario": "s2"}
 READY_S = 60
 METHOD = {"instructions": "callgrind 2N-N (two fresh servers, burst rounds of one request a connection)",
