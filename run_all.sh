@@ -262,9 +262,12 @@ fi
 if (( ladder )); then
     (( ! have_servers && ! have_baseline && ! have_pairs_file && ${#opt_pairs[@]} == 0 )) ||
         usage_error "--ladder chooses its servers (async-mem and a definition per rung): no --servers, --baseline or --pair"
-    ladder_dir="$RESULTS_DIR/$BATCH/ladder-servers"
-    opt_servers=$(analysis ladder-defs "$ladder_dir" 2>&1) || usage_error "--ladder: ${opt_servers#analysis ladder-defs: }"
-    export SERVER_DEFS="$ladder_dir${SERVER_DEFS:+:$SERVER_DEFS}"
+    # (into a temporary folder until the batch folder exists: a usage error creates nothing)
+    ladder_tmp=$(mktemp -d "${TMPDIR:-/tmp}/ladder.XXXXXX")
+    trap 'rm -rf "$ladder_tmp"' EXIT
+    opt_servers=$(analysis ladder-defs "$ladder_tmp" 2>&1) || usage_error "--ladder: ${opt_servers#analysis ladder-defs: }"
+    user_defs=${SERVER_DEFS:-}
+    export SERVER_DEFS="$ladder_tmp${user_defs:+:$user_defs}"
     opt_baseline=async-mem have_servers=1 have_baseline=1
     (( have_scenarios )) || opt_scenarios=s2 have_scenarios=1
 fi
@@ -394,6 +397,13 @@ if [[ -z "$budget_s" ]]; then budget_s=$(( estimate_s + (estimate_s + 2) / 3 )) 
 # ---- the batch folder and matrix.json ------------------------------------------------------
 batch_dir="$RESULTS_DIR/$BATCH"
 mkdir -p "$batch_dir"
+if (( ladder )); then
+    # the ladder's definitions move into the batch folder, which keeps them
+    mkdir -p "$batch_dir/ladder-servers"
+    cp "$ladder_tmp"/* "$batch_dir/ladder-servers/"
+    rm -rf "$ladder_tmp"
+    export SERVER_DEFS="$batch_dir/ladder-servers${user_defs:+:$user_defs}"
+fi
 export LOG_TAG=run_all LOG_FILE="$batch_dir/run_all.log" RESULTS_DIR SAT_RATIO
 started=$(now_iso)
 batch_t0=$(clock_s)
