@@ -5,7 +5,8 @@
 # placement=local, every hop crossing with spread; a contended row per binary: four server
 # threads, actor hops crossing threads, async store acquisitions) and `ladder` (every rung,
 # its flags, ratio and interval keys), summary.md's three sections and report.html's ladder
-# chart; and `--no-cost` must leave all of it out. Needs the binaries in build/ with the
+# chart; `--no-cost` must leave all of it out; a usage error with --ladder creates nothing.
+# Needs the binaries in build/ with the
 # actor server's ladder flags; results go to a temporary folder, removed at the end. Takes
 # minutes: run it under `flock /tmp/cpu.lock` on a shared host.
 # test-timeout: 900
@@ -86,4 +87,13 @@ b="$RESULTS_DIR/it-nocost"
 ok "--no-cost: no cost.json, index.json's cost null, no cost section" \
     bash -c '[[ ! -e "$1/cost.json" ]] && jq -e ".cost == null" "$1/index.json" >/dev/null && ! grep -q "Cost account" "$1/summary.md"' _ "$b"
 ok "--no-cost: the stage never started" bash -c '! grep -q "cost account" "$1"' _ "$TMP/err2"
+
+# ---- --ladder's usage errors create nothing ----------------------------------------------------
+rc=0
+RESULTS_DIR="$TMP/refused" "$ROOT/run_all.sh" --smoke --ladder --repeats=99 >/dev/null 2>"$TMP/err3" || rc=$?
+is "--ladder with a bad value: exit 2" "$rc" 2
+ok "--ladder with a bad value: nothing created" bash -c '[[ ! -e "$1" ]]' _ "$TMP/refused"
+rc=0
+"$ROOT/run_all.sh" --smoke --ladder --servers=async-mem >/dev/null 2>"$TMP/err4" || rc=$?
+is "--ladder refuses --servers (it chooses its own): exit 2" "$rc" 2
 tap_finish
