@@ -6,9 +6,9 @@
 # threads, actor hops crossing threads, async store acquisitions) and `ladder` (every rung,
 # its flags, ratio and interval keys), summary.md's three sections and report.html's ladder
 # chart; `--no-cost` must leave all of it out; a usage error with --ladder creates nothing.
-# Needs the binaries in build/ with the
-# actor server's ladder flags; results go to a temporary folder, removed at the end. Takes
-# minutes: run it under `flock /tmp/cpu.lock` on a shared host.
+# Needs the binaries in build/ with the actor server's ladder flags; results go to a
+# temporary folder, removed at the end. Takes minutes: run it under `flock /tmp/cpu.lock`
+# on a shared host.
 # test-timeout: 900
 # shellcheck disable=SC2016  # jq filters bind their own $vars
 set -euo pipefail
