@@ -44,6 +44,7 @@ usage: ./run_all.sh [--help] [--version] [--quick | --smoke] [--scenarios=s1,s2]
                     [--pair=CANDIDATE,BASELINE]... [--pairs=FILE] [--servers=a,b,c [--baseline=b]]
                     [--repeats=N] [--seed=N] [--budget=DURATION] [--batch=ID] [--fail-on-verdict] [--calibrate]
                     [--sweep [--rates=R1,R2,...]] [--scaling=N1,N2,...] [--cpu-plan]
+                    [--no-cost] [--ladder]
 Runs a comparison batch into results/<batch>/. Which servers run on which scenario, and
 which is compared with which (candidate / baseline, against TARGET_RATIO):
   (default)          runner/default-pairs.toml: actor-mem vs async-mem on s1 s2 s3,
@@ -105,6 +106,19 @@ pairs, more equal-load rounds (-equal2, ...), while the batch fits its --budget
   --cpu-plan         print the CPU plan of the matrix's runs and of every --scaling count
                      (server_cpus=, loadgen_cpus=, idle_cpus=, then why) and exit 0: builds,
                      installs and runs nothing
+  --no-cost          skip the cost account: by default, after the runs, every server and
+                     scenario of the batch is counted per request (callgrind instructions,
+                     strace system calls by kind, context switches, the /metrics counters:
+                     hops, cross-thread hops, wake-ups, lock waits), plus one contended row
+                     per server binary (4 server threads, pipelined load), into cost.json,
+                     index.json's cost list and summary.md (SPEC.md section 16); about 5-10 s a
+                     row on 2 CPUs, shortened (never skipped) by --smoke
+  --ladder           the ladder of the actor runtime's choices: async-mem and actor-mem at
+                     each rung (today's flags; placement=spread, message=malloc, message=copy,
+                     mailbox=ring, mailbox=mutex alone; then spread+copy+mutex), generated
+                     definitions under results/<batch>/ladder-servers/, as a league against
+                     async-mem on s2 unless --scenarios says otherwise; the ladder table in
+                     summary.md, its chart in report.html, index.json's ladder list
   --version          print the checkout's commit and the libraries' versions, and exit
 Options take their value as --opt=value or --opt value; an empty value is a usage error.
 Every value, and runner.sh's checks of every planned run (runner.sh --check-only), are
@@ -139,6 +153,7 @@ duration_s() {
     echo "$total"
 }
 
+no_cost=0 ladder=0
 mode=full mode_flag=() fail_on_verdict=0 calibrate=0 opt_repeats="" sweep=0 have_rates=0 opt_rates="" scaling="" cpu_plan=0
 opt_scenarios="" opt_servers="" opt_baseline="" opt_pairs_file="" opt_seed=$SEED opt_budget=$BUDGET
 opt_pairs=()
@@ -158,7 +173,7 @@ while (( $# > 0 )); do
             fi
             # (an empty --rates is the sweep's own message: "the list is empty ...")
             [[ -n "$val" || "$opt" == --rates ]] || usage_error "$opt needs a value, got an empty one" ;;
-        -h|--help|--version|--quick|--smoke|--fail-on-verdict|--sweep|--cpu-plan|--calibrate)
+        -h|--help|--version|--quick|--smoke|--fail-on-verdict|--sweep|--cpu-plan|--calibrate|--no-cost|--ladder)
             (( ! has_val )) || usage_error "$opt takes no value, got '$arg'" ;;
     esac
     case "$opt" in
@@ -182,6 +197,8 @@ while (( $# > 0 )); do
         --scaling) scaling=$val ;;
         --cpu-plan) cpu_plan=1 ;;
         --calibrate) calibrate=1 ;;
+        --no-cost) no_cost=1 ;;
+        --ladder) ladder=1 ;;
         *) usage_error "unknown argument '$arg'" ;;
     esac
 done
@@ -264,6 +281,19 @@ if (( calibrate )); then
     export SERVER_DEFS="$cal_defs${SERVER_DEFS:+:$SERVER_DEFS}"
     opt_pairs=("$cal_twin,$CALIBRATE_BASELINE")
     (( have_scenarios )) || opt_scenarios=s1,s2 have_scenarios=1
+fi
+# The ladder (runner/analysis/ladder.py): its definitions under the batch folder, as a league.
+if (( ladder )); then
+    (( ! have_servers && ! have_baseline && ! have_pairs_file && ${#opt_pairs[@]} == 0 )) ||
+        usage_error "--ladder chooses its servers (async-mem and a definition per rung): no --servers, --baseline or --pair"
+    # (into a temporary folder until the batch folder exists: a usage error creates nothing)
+    ladder_tmp=$(mktemp -d "${TMPDIR:-/tmp}/ladder.XXXXXX")
+    trap 'rm -rf "$ladder_tmp"' EXIT
+    opt_servers=$(analysis ladder-defs "$ladder_tmp" 2>&1) || usage_error "--ladder: ${opt_servers#analysis ladder-defs: }"
+    user_defs=${SERVER_DEFS:-}
+    export SERVER_DEFS="$ladder_tmp${user_defs:+:$user_defs}"
+    opt_baseline=async-mem have_servers=1 have_baseline=1
+    (( have_scenarios )) || opt_scenarios=s2 have_scenarios=1
 fi
 # The matrix (runner/analysis/matrix.py): per scenario a group of servers and its comparisons.
 matrix_args=()
@@ -381,8 +411,11 @@ planned_s() {
         (( EQUAL_LOAD == 0 )) || t=$(calc "$t + $n_cmp * ($win_equal + $oh)")
         (( ! sweep )) || t=$(calc "$t + $n_all * ($oh + $n_steps * ($sweep_warm + $sweep_meas + $SWEEP_STEP_OVERHEAD_S))")
     done
-    calc "$t + $n_scaling * ($win_probe + $oh) + $FINAL_S"
+    calc "$t + $n_scaling * ($win_probe + $oh) + $cost_s + $FINAL_S"
 }
+# the cost account: a row per server and scenario and a contended row per binary (cost.py)
+cost_s=0
+(( no_cost )) || cost_s=$(analysis cost-estimate "$mode" "$(( ${#runs[@]} + 2 ))")
 estimate_s=$(planned_s 0 "$overhead_s")
 estimate_s=$(awk -v t="$estimate_s" 'BEGIN { printf "%d\n", t + 0.999 }')
 budget_default=0
@@ -391,6 +424,13 @@ if [[ -z "$budget_s" ]]; then budget_s=$(( estimate_s + (estimate_s + 2) / 3 )) 
 # ---- the batch folder and matrix.json ------------------------------------------------------
 batch_dir="$RESULTS_DIR/$BATCH"
 mkdir -p "$batch_dir"
+if (( ladder )); then
+    # the ladder's definitions move into the batch folder, which keeps them
+    mkdir -p "$batch_dir/ladder-servers"
+    cp "$ladder_tmp"/* "$batch_dir/ladder-servers/"
+    rm -rf "$ladder_tmp"
+    export SERVER_DEFS="$batch_dir/ladder-servers${user_defs:+:$user_defs}"
+fi
 export LOG_TAG=run_all LOG_FILE="$batch_dir/run_all.log" RESULTS_DIR SAT_RATIO
 started=$(now_iso)
 batch_t0=$(clock_s)
@@ -664,6 +704,13 @@ if [[ -n "$scaling" ]]; then
                 SERVER_CPU_COUNT="$n" SERVER_CPUS="" LOADGEN_CPUS="" || failed=1
         done
     done
+fi
+
+# The cost account (runner/analysis/cost.py): counts per request, from the binaries just measured.
+if (( ! no_cost )); then
+    log_info "cost account: every server and scenario (and a contended row per binary), about $cost_s s"
+    # (a failed stage leaves index.json without its cost list; the runs and the verdict stand)
+    analysis cost "$batch_dir" "$mode" >&2 || log_info "the cost account failed (see above): no cost list in index.json"
 fi
 
 read -r host_total1 host_steal1 < <(cpu_line)

@@ -19,10 +19,12 @@ BUILD_PKGS="gcc libc6-dev make pkg-config libuv1-dev libck-dev libsqlite3-dev li
 # taskset, pkill, git for the recorded commit, shellcheck over the runner's scripts), the
 # sqlite3 CLI (durability checks), ip, ab and wrk (real clients for the conformance tests,
 # used when installed; small), and sshd/ssh (tests/it_distributed.sh: load hosts in network
-# namespaces; it starts its own sshd, the system's stays off).
-TEST_PKGS="$BUILD_PKGS python3 curl jq sqlite3 gnuplot-nox git shellcheck procps iproute2 util-linux apache2-utils wrk openssh-server openssh-client"
-# run_all.sh / runner.sh: build, then run, sample and report.
-RUN_PKGS="$BUILD_PKGS python3 curl jq gnuplot-nox procps util-linux"
+# namespaces; it starts its own sshd, the system's stays off), valgrind and strace
+# (tests/test_cost.py: the cost account's counts).
+TEST_PKGS="$BUILD_PKGS python3 curl jq sqlite3 gnuplot-nox git shellcheck procps iproute2 util-linux apache2-utils wrk openssh-server openssh-client valgrind strace"
+# run_all.sh / runner.sh: build, then run, sample and report; valgrind and strace for the
+# batch's cost account (runner/analysis/cost.py: callgrind, strace -c; null without them).
+RUN_PKGS="$BUILD_PKGS python3 curl jq gnuplot-nox procps util-linux valgrind strace"
 # bench/vs-nginx.sh, bench/loadgen-vs-wrk.sh: the cross-checks against nginx and wrk.
 BENCH_PKGS="$RUN_PKGS nginx-light wrk"
 # .ci/run: make test, the sanitizer builds (gcc's), and make fuzz-ci (clang's libFuzzer).

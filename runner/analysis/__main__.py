@@ -17,6 +17,14 @@ USAGE = """usage: python3 -m analysis COMMAND ARGS   (with runner/ on PYTHONPATH
                                  that phase
   result-line RUN_DIR            the run's one-line result (runner.sh's last line on stdout)
   summarize BATCH_DIR [TARGET]   write BATCH_DIR/index.json and summary.md
+  cost BATCH_DIR [MODE]          the cost account (cost.py): every server and scenario of the
+                                 batch (and a contended row per binary) measured by callgrind,
+                                 strace, /proc and /metrics; writes BATCH_DIR/cost.json
+  cost-one NAME SCENARIO [THREADS [CONNECTIONS DEPTH [MODE]]]
+                                 one row of the cost account, as JSON on stdout
+  ladder-defs DIR                write the ladder's server definitions (ladder.py: one per rung,
+                                 from servers/actor-mem.toml) and DIR/ladder.json; prints the
+                                 batch's servers, comma-separated, the baseline first
   report BATCH_DIR WORK OUT      render report.html (runner/report.sh is the wrapper)
   render BATCH_DIR WORK [--out=DIR] [--html=FILE] [--rejudge]
                                  render report.html, and summary.md of a kept batch (no run
@@ -344,6 +352,19 @@ def main(argv):
                           file=sys.stderr)
                     return 2
             summary.write(args[0], target)
+        elif cmd == "ladder-defs" and len(args) == 1:
+            from . import ladder, servers
+            try:
+                print(",".join(ladder.generate(args[0])))
+            except servers.DefinitionError as e:
+                print(f"analysis ladder-defs: {e}", file=sys.stderr)
+                return 2
+        elif cmd == "cost-estimate" and len(args) == 2:
+            from . import cost
+            print(cost.estimate_s(int(args[1]), args[0]))
+        elif cmd in ("cost", "cost-one"):
+            from . import cost
+            return cost.main(argv[1:] if cmd == "cost-one" else args)
         elif cmd == "report" and len(args) == 3:
             from . import report
             return report.main([argv[0]] + args)

@@ -12,7 +12,7 @@ import os
 import subprocess
 import sys
 
-from . import rules, scaling, sweep, threads
+from . import cost, ladder, rules, scaling, sweep, threads
 from .fmt import plural
 from .render import (Page, Svgs, esc, get_path, gnuplot, num_or_nan, per_interval, probe_validity_html,
                      read_histogram, safe_label, validity_html, write_dat)
@@ -119,6 +119,7 @@ def render(batch_dir, work, index=None):
 
     plots.update(sweep.report_plots(index, work, svgs))
     plots.update(scaling.report_plots(index, work, svgs))
+    plots.update(ladder.report_plots(index, work, svgs))
     return build_html(index, page, plots)
 
 
@@ -335,6 +336,8 @@ def build_html(index, page, plots):
     w(sweep.report_html(index, page, plots))
     w(scaling.report_html(index, page, plots))
     w(threads.report_html(index, page))
+    w(cost.report_html(index, page))
+    w(ladder.report_html(index, page, plots))
 
     # ---- efficiency
     w('<h2 id="efficiency">Requests per server CPU-second</h2>')

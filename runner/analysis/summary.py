@@ -9,7 +9,7 @@ import datetime
 import json
 import os
 
-from . import batch, calibration, canary, matrix, ran, rules, scaling, stats, sweep, threads, verdict
+from . import batch, calibration, canary, cost, ladder, matrix, ran, rules, scaling, stats, sweep, threads, verdict
 from .fmt import LOADGEN_MARK, STATIONARY_MARK, known, num, pct, plural, with_unit
 from .rules import is_num
 
@@ -219,6 +219,8 @@ def build_index(batch_dir, target=None, generated=None):
         "sweep": sweep.section(b, comparisons),
         "scaling": scaling.section(runs, m, b.groups),
         "servers_ran": ran.section(runs),
+        "cost": cost.section(batch_dir, comparisons),
+        "ladder": ladder.section(batch_dir, comparisons, cost.load(batch_dir)),
     }
 
 
@@ -491,6 +493,8 @@ def render_markdown(index):
     out.extend(scaling.markdown_lines(index))
     out.extend(threads.markdown_lines(index))
     out.extend(ran.markdown_lines(index))
+    out.extend(cost.markdown_lines(index))
+    out.extend(ladder.markdown_lines(index))
     if index.get("failures"):
         w("")
         w("## Failures")

@@ -83,6 +83,7 @@ struct helper_spec {
     const char *prog;
     const char *usage;
     llhttp_cb on_message_complete; /* the parser's data is the client (helper_conn) */
+    llhttp_data_cb on_url;         /* optional: the request target, in pieces */
     uv_connection_cb on_connection;
     void (*print_counts)(const void *srv); /* on SIGTERM, on stdout; then exit 0 */
 };
@@ -170,6 +171,7 @@ static inline int helper_main(int argc, char **argv, const struct helper_spec *s
     hs->spec = spec;
     llhttp_settings_init(&hs->settings);
     hs->settings.on_message_complete = spec->on_message_complete;
+    hs->settings.on_url = spec->on_url;
     signal(SIGPIPE, SIG_IGN);
     int rc = helper_listen(loop, &hs->listener, hs, hs->port, spec->on_connection);
     if (rc < 0) {
