@@ -3,6 +3,7 @@
 # SVG, no scripts, no network), from the batch's index.json and its runs' histogram.txt.
 # Re-runnable on old batches; reads only results/<batch>/ and never runs a benchmark.
 # The plots are drawn by gnuplot (runner/plots/*.gp); the analysis package (runner/analysis/report.py) writes the page.
+# Without gnuplot the page has its tables and a note where each plot would be (said once).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -34,7 +35,9 @@ batch_dir=$(batch_dir_arg report.sh "$@") || exit 2
     echo "report.sh: $batch_dir/index.json missing (run runner/summarize.sh $batch_dir first)" >&2
     exit 2
 }
-command -v "$GNUPLOT" >/dev/null || { echo "report.sh: $GNUPLOT not found (apt-get install gnuplot-nox)" >&2; exit 1; }
+if ! command -v "$GNUPLOT" >/dev/null; then   # a bundle on a borrowed host, say: tables, no plots
+    echo "report.sh: $GNUPLOT not found: report.html has its tables without plots (apt-get install gnuplot-nox for them)" >&2
+fi
 out=${REPORT_OUT:-$batch_dir/report.html}
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/report.XXXXXX")
