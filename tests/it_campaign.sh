@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# shellcheck disable=SC2016  # the bash -c checks take their values as arguments
+# it_campaign.sh: scripts/campaign.sh end to end (TAP), as a smoke campaign on a fixture
+# topology (tests/fixtures/topology/vm2: this 2-CPU host's shape) with oversubscribed servers
+# (SERVER_THREADS=2 on one server CPU): it exits 0, writes at most 8 files under OUT (the
+# summary, index, report, run folders' tarball, log and plan), prints the headline last, and
+# its estimate holds: the measured wall time is within [0.4, 1.25] x the printed estimate
+# + 15 s. Puts servers under load for about 3 minutes: run it under `flock /tmp/cpu.lock`.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+CAMPAIGN_ARGS="${CAMPAIGN_ARGS:---smoke --min-cpus=1 --no-cost --no-ladder}"
+
+usage() {
+    cat <<USAGE
+usage: tests/it_campaign.sh [--help]
+Runs scripts/campaign.sh $CAMPAIGN_ARGS on the vm2 fixture topology (SERVER_THREADS=2) into
+a temporary folder and checks its files, its last line and its time against its estimate.
+Environment: CAMPAIGN_ARGS, KEEP_RESULTS (1: keep the folder).
+USAGE
+}
+# shellcheck source=tests/lib/it.sh
+. "$ROOT/tests/lib/it.sh"
+it_args "$@"
+it_tmpdir it_campaign
+
+export CPU_TOPOLOGY_ROOT="$ROOT/tests/fixtures/topology/vm2" CPU_MASK=0,1 SERVER_THREADS=2 \
+    RESULTS_DIR="$TMP/results" SMT=""
+t0=$(date +%s)
+rc=0
+# shellcheck disable=SC2086  # CAMPAIGN_ARGS is a list of options
+"$ROOT/scripts/campaign.sh" $CAMPAIGN_ARGS "$TMP/out" >"$TMP/stdout" 2>&1 || rc=$?
+took=$(( $(date +%s) - t0 ))
+est=$(sed -n 's/^campaign: estimate \([0-9]*\) s.*/\1/p' "$TMP/stdout" | head -n 1)
+echo "# campaign: exit $rc after $took s, estimate ${est:-none} s; last lines:"
+tail -n 4 "$TMP/stdout" | sed 's/^/#   /'
+
+is "campaign.sh exits 0" "$rc" 0
+ok "the estimate is printed before the first run" \
+    awk '/^campaign: estimate [0-9]+ s/ { e = NR } /^campaign: \$ run_all.sh/ && !r { r = NR } END { exit !(e && r && e < r) }' "$TMP/stdout"
+ok "the measured time is within [0.4, 1.25] x the estimate + 15 s (took $took s, estimate ${est:-none} s)" \
+    awk -v t="$took" -v e="${est:-0}" 'BEGIN { exit !(e > 0 && t <= 1.25 * e + 15 && t >= 0.4 * e) }'
+nfiles=$(find "$TMP/out" -type f | wc -l)
+ok "at most 8 files under OUT ($nfiles)" test "$nfiles" -le 8
+for f in summary.md index.json report.html runs.tar.gz campaign.log plan.txt; do
+    ok "OUT/$f written" test -s "$TMP/out/$f"
+done
+ok "runs.tar.gz holds the batch's run folders" bash -c 'tar tzf "$1" | grep -q "/result.json$"' _ "$TMP/out/runs.tar.gz"
+ok "plan.txt has the topology and the CPU plan" bash -c 'grep -q "^campaign: host: 2 CPUs" "$1" && grep -q "^server_cpus=" "$1"' _ "$TMP/out/plan.txt"
+last=$(tail -n 1 "$TMP/stdout")
+ok "the headline comes last, with the verdict" bash -c '[[ "$1" =~ ^campaign:\ (PASS|FAIL|INCONCLUSIVE): ]]' _ "$last"
+ok "index.json has the matrix's runs and the scaling section" jq -e '.scaling != null and (.runs | length) >= 6' "$TMP/out/index.json"
+tap_finish
