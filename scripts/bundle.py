@@ -102,6 +102,17 @@ def llhttp_version(header="/usr/share/include/llhttp/llhttp.h"):
     return ".".join(parts.get(k, "?") for k in ("MAJOR", "MINOR", "PATCH")) if parts else ""
 
 
+def glibc_needed(paths):
+    """The highest GLIBC_2.N symbol version the ELF files PATHS name ('2.35'): the oldest
+    glibc the bundle runs on (the host's libc is always the one used)."""
+    best = (2, 0)
+    for path in paths:
+        with open(path, "rb") as fh:
+            for m in re.finditer(rb"GLIBC_2\.(\d+)", fh.read()):
+                best = max(best, (2, int(m.group(1))))
+    return f"{best[0]}.{best[1]}"
+
+
 def wrapper(prog, extra_env=""):
     """The bin/ wrapper of libexec/PROG: its libraries from lib/, for that program only."""
     return ("#!/bin/sh\n"
@@ -197,6 +208,8 @@ def bundle_make(out_dir, build_dir):
         "llhttp": llhttp_version(),
         "tools": " ".join(tools),
         "libs": " ".join(sorted(os.path.basename(x) for x in libs)),
+        "glibc_min": glibc_needed([src for src, _ in b.members.values()
+                                   if isinstance(src, str) and src.startswith(("/usr", "/lib", build_dir))]),
         "gnuplot": "not bundled: report.html has tables without plots unless the host has gnuplot",
     }
     for key, pc in PKG_VERSIONS.items():
@@ -205,6 +218,9 @@ def bundle_make(out_dir, build_dir):
     os.makedirs(out_dir, exist_ok=True)
     path = os.path.join(out_dir, f"{top}.tar.gz")
     b.write(path)
+    for old in os.listdir(out_dir):   # one bundle in OUT_DIR: the older ones go
+        if old != os.path.basename(path) and re.fullmatch(rf"{NAME}-[0-9a-f]+(-dirty)?-linux-x86_64\.tar\.gz", old):
+            os.remove(os.path.join(out_dir, old))
     return path, os.path.getsize(path), len(b.members)
 
 

@@ -189,10 +189,26 @@ def estimate(tier, n_scaling_counts, env, cost=False, ladder=False):
     return parts
 
 
+def glibc_check(root):
+    """In a bundle (a BUNDLE file at ROOT): CampaignError when this host's glibc is older than
+    the bundle's glibc_min (its binaries would not load). Outside a bundle: nothing."""
+    try:
+        with open(os.path.join(root, "BUNDLE"), encoding="utf-8") as fh:
+            need = next((ln.split("=", 1)[1].strip() for ln in fh if ln.startswith("glibc_min=")), "")
+    except OSError:
+        return
+    have = (os.confstr("CS_GNU_LIBC_VERSION") or "").split()[-1:] if hasattr(os, "confstr") else []
+    def key(v):
+        return tuple(int(x) for x in re.findall(r"\d+", v)[:2])
+    if need and have and key(have[0]) < key(need):
+        raise CampaignError(f"this host's glibc is {have[0]}; the bundle's programs need {need} or later")
+
+
 def plan(opts, env, root):
     """The campaign's plan (runs nothing): the topology, the counts, the tier, the optional
     work taken and left, the estimate, and the run_all.sh commands. CampaignError when the
     host has fewer usable CPUs than --min-cpus."""
+    glibc_check(root)
     try:
         topo, smt, _, _ = cpuplan.from_env(dict(env, SERVER_CPUS="", LOADGEN_CPUS=""))
     except cpuplan.PlanError as err:
