@@ -34,8 +34,8 @@ then runs actor-mem against async-mem on s1-s3 at the plan's largest server size
 verdict's matrix) and a closed-loop probe of both at 1, 2 and 4 server CPUs with the load
 generator on cores of its own (run_all.sh --scaling), durations chosen to fit the budget
 (the estimate is printed first); then, while the target allows, more counts (8, 16, ...
-below the largest), the placement rungs of the ladder at the largest count and the cost
-account, where run_all.sh has them (read from its --help). Writes at most 8 files under OUT:
+below the largest), the cost account and the ladder (at the largest count), where
+run_all.sh has them (read from its --help). Writes at most 8 files under OUT:
 summary.md, index.json, report.html, runs.tar.gz (the run folders), campaign.log, plan.txt
 (and ladder-summary.md, ladder-index.json), and prints the headline last.
   --dry-run          print the topology, the plan, the durations and the estimate; run nothing
@@ -45,13 +45,14 @@ summary.md, index.json, report.html, runs.tar.gz (the run folders), campaign.log
   --target=DURATION  what the planned work should take (default 7m): the durations and the
                      optional work are chosen to fit it
   --counts=LIST      the scaling counts instead of 1,2,4 and the largest (comma-separated)
-  --no-cost          no cost account even when run_all.sh has one and it fits
+  --no-cost          no cost account even when run_all.sh has one and it fits (with one, the
+                     longest tier that fits with it is taken; else it is left out, said)
   --no-ladder        no ladder rungs even when run_all.sh has them and they fit
   --smoke            smoke durations (run_all.sh --smoke: seconds per run, figures not results);
                      for tests, with --min-cpus=1 on a small host
   --min-cpus=N       refuse a host with fewer usable CPUs (default 8)
 Environment: CAMPAIGN_RUN_OVERHEAD_S (per run, default 4), CAMPAIGN_COST_S (the cost
-account's seconds per server and scenario, default 45), CAMPAIGN_PLATEAU_SHARE (the share
+account's seconds a row; default: the cost stage's own estimate), CAMPAIGN_PLATEAU_SHARE (the share
 of probes the estimate allows a plateau probe for, default 0.25), RESULTS_DIR (where the
 batches run; default results/), and everything run_all.sh reads.
 Exit status: 0 done (any verdict), 1 a batch failed or OUT could not be written, 2 usage or a
@@ -62,7 +63,9 @@ SCENARIOS = ("s1", "s2", "s3")
 FINAL_S = 10        # run_all.sh's summary and report (its FINAL_S)
 PACK_S = 5          # the campaign's own end: the tarball and the copies
 START_S = 5         # run_all.sh's checks before the first run (runner.sh --check-only per run)
-LADDER_RUNGS = 3    # async, actor at placement=local and placement=spread: the placement rungs
+# run_all.sh --ladder's servers: async-mem and the actor server at each of its 8 rungs (its
+# --help; the placement rungs cannot be run alone), each once a round on s2
+LADDER_SERVERS = 9
 # Duration tiers, longest first: probe warm-up + measured, sustain warm-up + measured,
 # equal-load warm-up + measured (s), rounds, equal load on. The first whose required work fits
 # the target is taken (SPEC.md sections 5 and 9 describe each window).
@@ -158,6 +161,20 @@ def counts_plan(topo, smt, wanted=None):
     return largest, [n for n in runs if n in base], [n for n in runs if n not in base], skipped
 
 
+def cost_estimate_s(env, tier):
+    """The cost account's seconds for the matrix's server x scenario rows and its two
+    contended rows: CAMPAIGN_COST_S (per row) when set, else the cost stage's own estimate
+    (runner/analysis/cost.py estimate_s, where this checkout has it), else 25 s a row."""
+    rows = len(SERVERS) * len(SCENARIOS) + 2
+    if env.get("CAMPAIGN_COST_S"):
+        return rows * float(env["CAMPAIGN_COST_S"])
+    try:
+        from . import cost as cost_stage
+        return float(cost_stage.estimate_s(rows, "smoke" if tier["name"] == "smoke" else "quick"))
+    except (ImportError, AttributeError, TypeError, ValueError):
+        return rows * 25.0
+
+
 def estimate(tier, n_scaling_counts, env, cost=False, ladder=False):
     """Seconds the work takes under TIER: run_all.sh's model (each run its windows and a
     per-run overhead; SPEC.md section 9) for the matrix (SERVERS x SCENARIOS: the first round's
@@ -167,7 +184,7 @@ def estimate(tier, n_scaling_counts, env, cost=False, ladder=False):
     Returns a dict of the parts and 'total'."""
     oh = float(env.get("CAMPAIGN_RUN_OVERHEAD_S", 4))
     plateau_share = float(env.get("CAMPAIGN_PLATEAU_SHARE", 0.25))
-    cost_s = float(env.get("CAMPAIGN_COST_S", 45))
+    cost_s = cost_estimate_s(env, tier)
     win_probe = tier["pwarm"] + tier["probe"]
     win_sat = win_probe + tier["warm"] + tier["meas"]
     win_eq = tier["eqwarm"] + tier["eqmeas"]
@@ -179,8 +196,8 @@ def estimate(tier, n_scaling_counts, env, cost=False, ladder=False):
         "scaling": n_pairs * n_scaling_counts * (win_probe + oh),
         "plateau": math.ceil(plateau_share * probes) * win_probe,
         "fixed": START_S + FINAL_S + PACK_S,
-        "cost": n_pairs * cost_s if cost else 0,
-        "ladder": (START_S + FINAL_S + LADDER_RUNGS * ((win_sat + oh) + (tier["repeats"] - 1) * (win_probe + oh)
+        "cost": cost_s if cost else 0,
+        "ladder": (START_S + FINAL_S + LADDER_SERVERS * ((win_sat + oh) + (tier["repeats"] - 1) * (win_probe + oh)
                                                         + math.ceil(plateau_share * tier["repeats"]) * win_probe))
         if ladder else 0,
     }
@@ -221,7 +238,12 @@ def plan(opts, env, root):
     feats = run_all_features(root)
     tiers = [SMOKE] if opts["smoke"] else TIERS
     n_req = len([n for n in required if n != largest])
-    tier = next((t for t in tiers if estimate(t, n_req, env)["total"] <= opts["target"]), tiers[-1])
+    # the longest tier whose required work fits the target with the cost account (where
+    # run_all.sh has one and it is wanted), else without it
+    want_cost = feats["cost"] and opts["cost"]
+    tier = next((t for t in tiers if want_cost and estimate(t, n_req, env, cost=True)["total"] <= opts["target"]), None)
+    if tier is None:
+        tier = next((t for t in tiers if estimate(t, n_req, env)["total"] <= opts["target"]), tiers[-1])
     # optional work, in order of use to the question, while the target holds
     counts, left = list(required), []
     for n in optional:
@@ -231,22 +253,22 @@ def plan(opts, env, root):
             left.append(f"{n} server CPUs (over the target)")
     n_sc = len([c for c in counts if c != largest])
     ladder = cost = False
-    if not feats["ladder"]:
-        left.append("the ladder: this run_all.sh has no --ladder")
-    elif not opts["ladder"]:
-        left.append("the ladder: --no-ladder")
-    elif estimate(tier, n_sc, env, ladder=True)["total"] <= opts["target"]:
-        ladder = True
-    else:
-        left.append("the ladder's placement rungs (over the target)")
     if not feats["cost"]:
         left.append("the cost account: this run_all.sh has none (not measured)")
     elif not opts["cost"]:
         left.append("the cost account: --no-cost")
-    elif estimate(tier, n_sc, env, cost=True, ladder=ladder)["total"] <= opts["target"]:
+    elif estimate(tier, n_sc, env, cost=True)["total"] <= opts["target"]:
         cost = True
     else:
         left.append("the cost account (over the target: --no-cost passed)")
+    if not feats["ladder"]:
+        left.append("the ladder: this run_all.sh has no --ladder")
+    elif not opts["ladder"]:
+        left.append("the ladder: --no-ladder")
+    elif estimate(tier, n_sc, env, cost=cost, ladder=True)["total"] <= opts["target"]:
+        ladder = True
+    else:
+        left.append(f"the ladder ({LADDER_SERVERS} servers on s2 at {largest} server CPUs: over the target)")
     est = estimate(tier, n_sc, env, cost=cost, ladder=ladder)
     counts = sorted(counts)
     batch_env = {"PROBE_WARMUP_SEC": tier["pwarm"], "PROBE_SEC": tier["probe"], "WARMUP_SEC": tier["warm"],
