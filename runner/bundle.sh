@@ -2,7 +2,7 @@
 # bundle.sh: what changes when the suite runs from an unpacked bundle (make bundle,
 # scripts/bundle.py): the marker file BUNDLE at the top of the folder. Sourced by lib.sh,
 # and only there. In a bundle: the bundled programs (bin/: jq, curl, ps, pkill, strace,
-# valgrind, each with the bundled libraries) come first on PATH, scripts/deps.sh installs
+# valgrind, each with the bundled libraries; taskset, setsid, hostname) come first on PATH, scripts/deps.sh installs
 # nothing (DEPS_SKIP=1: no package manager, no network), runner.sh never runs make
 # (RUNNER_BUILD=0: build/ holds the bundled binaries, which find lib/ through their run
 # path), and the versions and commit come from BUNDLE (no git, no pkg-config there).

@@ -4,7 +4,7 @@ with no install and no network on an x86-64 Linux with bash, coreutils, util-lin
 (3.9 or later): the servers and the load generator (built by make into build-bundle/ with the
 run path $ORIGIN/../lib, copied to build/), the tracked tree (runner, analysis, servers/,
 loadgen-scripts/, scripts/, docs), and the programs the run path calls that a bare Linux lacks
-(jq, curl, ps/pkill; strace and valgrind for the cost account) with every shared library they
+(jq, curl, ps/pkill, taskset/setsid, hostname; strace and valgrind for the cost account) with every shared library they
 and the servers need, from this machine's own files (ldd), never glibc's own libraries.
 
 Layout inside the folder: build/ (servers, load generator), lib/ (shared libraries), libexec/
@@ -33,6 +33,10 @@ NAME = "actor-vs-async"
 # setsid), coreutils, awk, getconf and hostname are in every base system. gnuplot is not
 # bundled (about 70 libraries): report.html then has its tables without plots, said once.
 TOOLS = ["jq", "curl", "ps", "pkill", "strace"]
+# util-linux's taskset and setsid (runner.sh pins and starts every server and load generator
+# with them) and hostname, in case a lab image lacks them: glibc only, copied to bin/ as they
+# are (no wrapper: what they start inherits no LD_LIBRARY_PATH).
+PLAIN_TOOLS = ["taskset", "setsid", "hostname"]
 # valgrind: the launcher and, of its tools, those the cost account uses (callgrind for
 # instructions; memcheck is its default tool); 64-bit only. VALGRIND_LIB points at them.
 VALGRIND_FILES = ["callgrind-amd64-linux", "memcheck-amd64-linux", "cachegrind-amd64-linux",
@@ -183,6 +187,15 @@ def bundle_make(out_dir, build_dir):
         b.add_file(f"libexec/{prog}", real, 0o755)
         b.add_bytes(f"bin/{prog}", wrapper(prog), 0o755)
         libs.update(ldd_libs(real))
+        tools.append(prog)
+    for prog in PLAIN_TOOLS:
+        path = shutil.which(prog)
+        if not path:
+            raise BundleError(f"{prog} is not installed here (util-linux, hostname)")
+        real = os.path.realpath(path)
+        if ldd_libs(real):
+            raise BundleError(f"{real} needs libraries beyond glibc: not copied as it is")
+        b.add_file(f"bin/{prog}", real, 0o755)
         tools.append(prog)
     vg = shutil.which("valgrind")
     if vg and os.path.exists(vg + ".bin"):   # Debian's valgrind is a script around valgrind.bin
