@@ -301,7 +301,7 @@ def plan_text(p):
         lines.append(f"campaign: {n} server CPUs skipped: {why}")
     lines.append(f"campaign: durations ({t['name']}): probe {t['pwarm']}+{t['probe']} s, sustain "
                  f"{t['warm']}+{t['meas']} s, equal load {t['eqwarm']}+{t['eqmeas']} s")
-    lines.append(f"campaign: cost account: {'yes' if p['cost'] else 'no'}; ladder placement rungs at "
+    lines.append(f"campaign: cost account: {'yes' if p['cost'] else 'no'}; the ladder at "
                  f"{p['largest']} CPUs: {'yes' if p['ladder'] else 'no'}")
     for what in p["left"]:
         lines.append(f"campaign: left out: {what}")
