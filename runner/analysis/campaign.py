@@ -43,7 +43,8 @@ summary.md, index.json, report.html, runs.tar.gz (the run folders), campaign.log
   --budget=DURATION  the hard limit, e.g. 9m, 540, 540s (default 9m): work that would pass it
                      is not started; run_all.sh's re-runs stay within it
   --target=DURATION  what the planned work should take (default 7m): the durations and the
-                     optional work are chosen to fit it
+                     optional work are chosen to fit it; run_all.sh re-runs disturbed rounds
+                     only up to it
   --counts=LIST      the scaling counts instead of 1,2,4 and the largest (comma-separated)
   --no-cost          no cost account even when run_all.sh has one and it fits (with one, the
                      longest tier that fits with it is taken; else it is left out, said)
@@ -307,7 +308,7 @@ def plan_text(p):
         lines.append(f"campaign: left out: {what}")
     parts = ", ".join(f"{k} {v} s" for k, v in e.items() if k != "total" and v)
     lines.append(f"campaign: estimate {e['total']} s (about {math.ceil(e['total'] / 60)} min: {parts}); "
-                 f"target {p['target_s']} s, budget {p['budget_s']} s")
+                 f"target {p['target_s']} s (re-runs of disturbed rounds only up to it), budget {p['budget_s']} s")
     lines.append("campaign: run_all.sh " + " ".join(p["main_args"]) + "  with "
                  + " ".join(f"{k}={v}" for k, v in p["batch_env"].items()))
     return lines
@@ -386,7 +387,10 @@ def run(opts, env, root):
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
         results = env.get("RESULTS_DIR") or os.path.join(root, "results")
         benv = dict(env, RESULTS_DIR=results, **p["batch_env"])
-        left = opts["budget"] - (time.monotonic() - t0) - PACK_S
+        # run_all.sh's budget: re-runs of disturbed rounds only up to the target (less the
+        # ladder's share), so that the budget stays a margin, never a plan
+        left = (min(opts["target"], opts["budget"]) - (time.monotonic() - t0) - PACK_S
+                - (p["estimate"]["ladder"] if p["ladder"] else 0))
         main_batch = f"campaign-{stamp}"
         rc = r.run_all(p["main_args"] + [f"--batch={main_batch}", f"--budget={max(1, int(left))}"], benv)
         batches = [main_batch]
