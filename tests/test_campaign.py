@@ -8,11 +8,13 @@ tests/it_campaign.sh. Runs no benchmark (run_all.sh --help and --cpu-plan only).
 """
 import io
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import unittest
+import unittest.mock
 from contextlib import redirect_stdout, redirect_stderr
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -145,6 +147,61 @@ class TestOptions(unittest.TestCase):
                              text=True, env=env_of("vm2", "0,1"), timeout=60, check=False)
         self.assertEqual(bad.returncode, 2)
         self.assertIn("needs 8 or more", bad.stderr)
+
+
+STUB_RUN_ALL = r"""#!/usr/bin/env bash
+# a stand-in for run_all.sh: --help, --cpu-plan, and a batch that writes its three files
+set -euo pipefail
+case "$1" in
+    --help) echo "usage: run_all.sh [--scaling=LIST] [--no-cost]"; exit 0 ;;
+    --cpu-plan) echo "server_cpus=0-5"; exit 0 ;;
+esac
+echo "args: $*" >>"$RESULTS_DIR/calls"
+echo "env: PROBE_SEC=$PROBE_SEC MIN_VALID_PAIRS=$MIN_VALID_PAIRS" >>"$RESULTS_DIR/calls"
+for a in "$@"; do case "$a" in --batch=*) b=${a#--batch=} ;; esac; done
+mkdir -p "$RESULTS_DIR/$b/actor-mem-s1"
+echo '{}' >"$RESULTS_DIR/$b/actor-mem-s1/result.json"
+echo "# summary" >"$RESULTS_DIR/$b/summary.md"
+echo "<html></html>" >"$RESULTS_DIR/$b/report.html"
+cat >"$RESULTS_DIR/$b/index.json" <<'J'
+{"verdict": {"overall": "PASS", "headline": "stub"}, "scaling": {"table": []}}
+J
+echo "[run_all] done"
+"""
+
+
+class TestRun(unittest.TestCase):
+    """run() against a stand-in run_all.sh: the batch's arguments and environment, the files
+    under OUT (at most 8), the headline last."""
+
+    def test_stub_batch_files_and_headline_last(self):
+        root = tempfile.mkdtemp(prefix="test_campaign.root.")
+        try:
+            with open(os.path.join(root, "run_all.sh"), "w", encoding="utf-8") as fh:
+                fh.write(STUB_RUN_ALL)
+            os.chmod(os.path.join(root, "run_all.sh"), 0o755)
+            results, out = os.path.join(root, "results"), os.path.join(root, "out")
+            os.makedirs(results)
+            env = env_of("arm64", "0-15", RESULTS_DIR=results)
+            buf = io.StringIO()
+            with redirect_stdout(buf), unittest.mock.patch.dict(os.environ, env, clear=True):
+                rc = campaign.main([out], root)
+            self.assertEqual(rc, 0, buf.getvalue())
+            lines = buf.getvalue().splitlines()
+            self.assertEqual(lines[-1], "campaign: PASS: stub")
+            self.assertEqual(sorted(os.listdir(out)), ["campaign.log", "index.json", "plan.txt", "report.html",
+                                                       "runs.tar.gz", "summary.md"])
+            with open(os.path.join(results, "calls"), encoding="utf-8") as fh:
+                calls = fh.read()
+            self.assertIn("--scaling=1,2,4,6", calls)
+            self.assertIn("--no-cost", calls)   # the stub has a cost stage; it does not fit 7 minutes
+            self.assertIn("env: PROBE_SEC=4 MIN_VALID_PAIRS=2", calls)
+            est = next(int(x.split()[2]) for x in lines if x.startswith("campaign: estimate "))
+            budget = int(re.search(r"--budget=(\d+)", calls).group(1))
+            self.assertLessEqual(budget, 420)   # re-runs only up to the 7-minute target
+            self.assertGreater(budget, est - 30)
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
 
 
 class TestHeadline(unittest.TestCase):
