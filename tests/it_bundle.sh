@@ -5,7 +5,8 @@
 # suite's packages (scripts/root-lib.sh makes the root; the root with python3 is cached as a
 # tarball, BUNDLE_ROOT_CACHE, so that reruns skip debootstrap), run in a network namespace
 # of its own (only loopback, brought up), where `./run_all.sh --smoke` must exit 0 with a
-# verdict, the bundled tools on PATH and no install tried.
+# verdict, the bundled tools on PATH and no install tried; then scripts/campaign.sh --smoke
+# from inside the bundle (a 2-minute target): exit 0, its files, its headline last.
 # Skipped, with the reason counted, when not root or without debootstrap, unshare or ip.
 # Takes minutes (debootstrap the first time, then a smoke batch): run it under the CPU lock.
 set -euo pipefail
@@ -110,4 +111,18 @@ ok "nothing was installed or built (no deps.sh step, no make)" \
 if [[ " ${missing[*]} " == *" gnuplot "* ]]; then
     is "a missing gnuplot is said once" "$(grep -c 'gnuplot not found' "$TMP/smoke.log" || true)" 1
 fi
+
+# the campaign as it will be run on a borrowed host: from inside the bundle, offline; here a
+# smoke campaign on this host's shape (the vm2 fixture topology) with a 2-minute target
+fixture="/opt/$name/tests/fixtures/topology/vm2"
+rc=0
+t0=$(date +%s)
+in_netns_root "CPU_TOPOLOGY_ROOT=$fixture CPU_MASK=0,1 ./scripts/campaign.sh --smoke --min-cpus=1 --target=2m /tmp/campaign-out" \
+    >"$TMP/campaign.log" 2>&1 || rc=$?
+echo "# scripts/campaign.sh --smoke in the root: exit $rc after $(( $(date +%s) - t0 )) s; last line:"
+tail -n 1 "$TMP/campaign.log" | sed 's/^/#   /'
+is "scripts/campaign.sh exits 0 in the bare root, offline, from the bundle" "$rc" 0
+ok "the campaign wrote its files (summary, index, report, runs, log, plan), at most 8" \
+    bash -c 'cd "$1" && ls summary.md index.json report.html runs.tar.gz campaign.log plan.txt >/dev/null && (( $(ls | wc -l) <= 8 ))' _ "$ROOT/tmp/campaign-out"
+ok "the campaign's last line is its headline" bash -c '[[ "$(tail -n 1 "$1")" =~ ^campaign:\ (PASS|FAIL|INCONCLUSIVE): ]]' _ "$TMP/campaign.log"
 tap_finish
