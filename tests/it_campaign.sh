@@ -50,5 +50,5 @@ ok "runs.tar.gz holds the batch's run folders" bash -c 'tar tzf "$1" | grep -q "
 ok "plan.txt has the topology and the CPU plan" bash -c 'grep -q "^campaign: host: 2 CPUs" "$1" && grep -q "^server_cpus=" "$1"' _ "$TMP/out/plan.txt"
 last=$(tail -n 1 "$TMP/stdout")
 ok "the headline comes last, with the verdict" bash -c '[[ "$1" =~ ^campaign:\ (PASS|FAIL|INCONCLUSIVE): ]]' _ "$last"
-ok "index.json has the matrix's runs and the scaling section" jq -e '.scaling != null and (.runs | length) >= 6' "$TMP/out/index.json"
+ok "index.json has the matrix's runs and the scaling section" bash -c 'jq -e "$1" "$2" >/dev/null' _ '.scaling != null and (.runs | length) >= 6' "$TMP/out/index.json"
 tap_finish
