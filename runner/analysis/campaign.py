@@ -243,12 +243,15 @@ def plan(opts, env, root):
     # run_all.sh has one and it is wanted), else without it
     want_cost = feats["cost"] and opts["cost"]
     tier = next((t for t in tiers if want_cost and estimate(t, n_req, env, cost=True)["total"] <= opts["target"]), None)
+    with_cost = tier is not None
     if tier is None:
         tier = next((t for t in tiers if estimate(t, n_req, env)["total"] <= opts["target"]), tiers[-1])
-    # optional work, in order of use to the question, while the target holds
+    # optional work, in order of use to the question, while the target holds (a count never
+    # pushes out the cost account the tier was chosen with)
     counts, left = list(required), []
     for n in optional:
-        if estimate(tier, len([c for c in counts + [n] if c != largest]), env)["total"] <= opts["target"]:
+        if estimate(tier, len([c for c in counts + [n] if c != largest]), env,
+                    cost=with_cost)["total"] <= opts["target"]:
             counts.append(n)
         else:
             left.append(f"{n} server CPUs (over the target)")
