@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016  # the bash -c checks take their values as arguments
+# test-timeout: 600
 # it_campaign.sh: scripts/campaign.sh end to end (TAP), as a smoke campaign on a fixture
 # topology (tests/fixtures/topology/vm2: this 2-CPU host's shape) with oversubscribed servers
 # (SERVER_THREADS=2 on one server CPU): it exits 0, writes at most 8 files under OUT (the
