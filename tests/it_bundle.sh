@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016  # the bash -c checks take their values as arguments
+# test-timeout: 1500
 # it_bundle.sh: the bundle (make bundle, scripts/bundle.py) on a bare system, cut off from the
 # network (TAP): unpacked into a fresh Debian 12 minbase root with python3 and nothing of the
 # suite's packages (scripts/root-lib.sh makes the root; the root with python3 is cached as a
