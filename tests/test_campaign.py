@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 import unittest.mock
 from contextlib import redirect_stdout, redirect_stderr
@@ -167,6 +168,10 @@ cat >"$RESULTS_DIR/$b/index.json" <<'J'
 {"verdict": {"overall": "PASS", "headline": "stub"}, "scaling": {"table": []}}
 J
 echo "[run_all] done"
+if [[ -n "${STUB_SLEEP:-}" ]]; then
+    trap 'kill "$!" 2>/dev/null; exit 143' TERM
+    sleep "$STUB_SLEEP" & wait "$!"
+fi
 """
 
 
@@ -200,6 +205,29 @@ class TestRun(unittest.TestCase):
             budget = int(re.search(r"--budget=(\d+)", calls).group(1))
             self.assertLessEqual(budget, 420)   # re-runs only up to the 7-minute target
             self.assertGreater(budget, est - 30)
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+    def test_a_batch_past_the_budget_is_ended_and_what_ran_is_packed(self):
+        root = tempfile.mkdtemp(prefix="test_campaign.root.")
+        try:
+            with open(os.path.join(root, "run_all.sh"), "w", encoding="utf-8") as fh:
+                fh.write(STUB_RUN_ALL)
+            os.chmod(os.path.join(root, "run_all.sh"), 0o755)
+            results, out = os.path.join(root, "results"), os.path.join(root, "out")
+            os.makedirs(results)
+            env = env_of("arm64", "0-15", RESULTS_DIR=results, STUB_SLEEP="120")
+            buf = io.StringIO()
+            t0 = time.monotonic()
+            with redirect_stdout(buf), unittest.mock.patch.dict(os.environ, env, clear=True):
+                rc = campaign.main(["--budget=40s", out], root)
+            took = time.monotonic() - t0
+            self.assertEqual(rc, 1, buf.getvalue())
+            self.assertLess(took, 40)   # ended at budget - END_S (10 s), not after the stub's 120 s
+            self.assertIn("campaign: stopped (budget)", buf.getvalue())
+            self.assertEqual(buf.getvalue().splitlines()[-1], "campaign: PASS: stub")
+            self.assertIn("runs.tar.gz", os.listdir(out))
         finally:
             shutil.rmtree(root, ignore_errors=True)
 

@@ -23,6 +23,7 @@ import signal
 import subprocess
 import sys
 import tarfile
+import threading
 import time
 
 from . import cpuplan
@@ -41,7 +42,8 @@ summary.md, index.json, report.html, runs.tar.gz (the run folders), campaign.log
   --dry-run          print the topology, the plan, the durations and the estimate; run nothing
                      (OUT optional). CPU_TOPOLOGY_ROOT and CPU_MASK plan a fixture topology
   --budget=DURATION  the hard limit, e.g. 9m, 540, 540s (default 9m): work that would pass it
-                     is not started; run_all.sh's re-runs stay within it
+                     is not started, and a batch still running 30 s before it is ended, what
+                     ran summarized and packed (exit 1)
   --target=DURATION  what the planned work should take (default 7m): the durations and the
                      optional work are chosen to fit it; run_all.sh re-runs disturbed rounds
                      only up to it
@@ -63,6 +65,7 @@ SERVERS = ("actor-mem", "async-mem")
 SCENARIOS = ("s1", "s2", "s3")
 FINAL_S = 10        # run_all.sh's summary and report (its FINAL_S)
 PACK_S = 5          # the campaign's own end: the tarball and the copies
+END_S = 30          # what a batch ended at the budget needs: summary, report and the packing
 START_S = 5         # run_all.sh's checks before the first run (runner.sh --check-only per run)
 # run_all.sh --ladder's servers: async-mem and the actor server at each of its 8 rungs (its
 # --help; the placement rungs cannot be run alone), each once a round on s2
@@ -321,7 +324,7 @@ class Runner:
     """Runs the batches, tees their output into the log, ends the running one on a signal."""
 
     def __init__(self, root, log):
-        self.root, self.log, self.proc = root, log, None
+        self.root, self.log, self.proc, self.stopped = root, log, None, None
 
     def say(self, line):
         print(line, flush=True)
@@ -340,14 +343,13 @@ class Runner:
         self.proc = None
         return rc
 
-    def stop(self, *_):
+    def stop(self, signum=None, _frame=None):
+        """Ends the running batch (SIGTERM to run_all.sh, which ends its runner by pid); the
+        campaign then summarizes and packs what ran. From a signal handler or the budget's
+        timer (signum None)."""
+        self.stopped = "budget" if signum is None else f"signal {signum}"
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-        sys.exit(130)
 
 
 def headline(index):
@@ -395,9 +397,18 @@ def run(opts, env, root):
         left = (min(opts["target"], opts["budget"]) - (time.monotonic() - t0) - PACK_S
                 - (p["estimate"]["ladder"] if p["ladder"] else 0))
         main_batch = f"campaign-{stamp}"
+        # the budget holds whatever the host does: near its end the running batch is ended and
+        # what ran is summarized and packed (END_S for that)
+        timer = threading.Timer(max(1.0, opts["budget"] - (time.monotonic() - t0) - END_S), r.stop)
+        timer.daemon = True
+        timer.start()
         rc = r.run_all(p["main_args"] + [f"--batch={main_batch}", f"--budget={max(1, int(left))}"], benv)
         batches = [main_batch]
-        if p["ladder"]:
+        if r.stopped:
+            r.say(f"campaign: stopped ({r.stopped}) after {time.monotonic() - t0:.0f} s: summarizing what ran")
+            _finish_stopped(root, os.path.join(results, main_batch), benv, r)
+            rc = rc or 1
+        elif p["ladder"]:
             left = opts["budget"] - (time.monotonic() - t0) - PACK_S
             need = p["estimate"]["ladder"]
             if need <= left:
@@ -410,7 +421,8 @@ def run(opts, env, root):
                 rc = rc or lrc
             else:
                 r.say(f"campaign: the ladder not started: {need} s planned, {int(left)} s left of the budget")
-        rc = rc or _pack(out, results, batches, r)
+        timer.cancel()
+        rc = _pack(out, results, batches, r) or rc   # packed whatever the batches did
         elapsed = time.monotonic() - t0
         r.say(f"campaign: done in {elapsed:.0f} s (estimate {p['estimate']['total']} s, budget {opts['budget']} s); "
               f"files in {out}: {', '.join(sorted(os.listdir(out)))}")
@@ -420,6 +432,18 @@ def run(opts, env, root):
         except (OSError, ValueError) as err:
             r.say(f"campaign: no headline: {err}")
     return 1 if rc else 0
+
+
+def _finish_stopped(root, batch_dir, env, r):
+    """summary.md, index.json and report.html of a batch that was ended early (what ran)."""
+    for tool in ("summarize.sh", "report.sh"):
+        try:
+            proc = subprocess.run([os.path.join(root, "runner", tool), batch_dir], capture_output=True, text=True,
+                                  env=env, timeout=END_S / 2, check=False)
+            if proc.returncode != 0:
+                r.say(f"campaign: {tool} failed: {proc.stderr.strip()[-300:]}")
+        except (OSError, subprocess.TimeoutExpired) as err:
+            r.say(f"campaign: {tool}: {err}")
 
 
 def _largest_plan(env, n):
