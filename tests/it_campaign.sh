@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016  # the bash -c checks take their values as arguments
-# test-timeout: 600
+# test-timeout: 720
 # it_campaign.sh: scripts/campaign.sh end to end (TAP), as a smoke campaign on a fixture
 # topology (tests/fixtures/topology/vm2: this 2-CPU host's shape) with oversubscribed servers
 # (SERVER_THREADS=2 on one server CPU): it exits 0, writes at most 8 files under OUT (the
 # summary, index, report, run folders' tarball, log and plan), prints the headline last, and
 # its estimate holds: the measured wall time is within [0.4, 1.25] x the printed estimate
-# + 15 s, and within the target (3 minutes, up to which disturbed rounds are re-run) + 30 s. Puts servers under load for about 3 minutes: run it under `flock /tmp/cpu.lock`.
+# + 15 s, and within the target (3 minutes, up to which disturbed rounds are re-run) + 30 s;
+# then with a 75 s budget it cannot meet: ended in time, exit 1, what ran summarized and packed. Puts servers under load for about 3 minutes: run it under `flock /tmp/cpu.lock`.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -52,4 +53,19 @@ ok "plan.txt has the topology and the CPU plan" bash -c 'grep -q "^campaign: hos
 last=$(tail -n 1 "$TMP/stdout")
 ok "the headline comes last, with the verdict" bash -c '[[ "$1" =~ ^campaign:\ (PASS|FAIL|INCONCLUSIVE): ]]' _ "$last"
 ok "index.json has the matrix's runs and the scaling section" bash -c 'jq -e "$1" "$2" >/dev/null' _ '.scaling != null and (.runs | length) >= 6' "$TMP/out/index.json"
+
+# the budget holds: a campaign whose batch cannot end in 75 s is ended 30 s before, and what
+# ran is summarized and packed
+t0=$(date +%s)
+rc=0
+# shellcheck disable=SC2086  # CAMPAIGN_ARGS is a list of options
+"$ROOT/scripts/campaign.sh" $CAMPAIGN_ARGS --budget=75s "$TMP/out2" >"$TMP/stdout2" 2>&1 || rc=$?
+took=$(( $(date +%s) - t0 ))
+echo "# campaign --budget=75s: exit $rc after $took s"
+is "a campaign ended at its budget exits 1" "$rc" 1
+ok "it ended within the budget + 10 s (took $took s)" test "$took" -le 85
+ok "it says it stopped at the budget" grep -q '^campaign: stopped (budget)' "$TMP/stdout2"
+for f in summary.md index.json runs.tar.gz campaign.log; do
+    ok "stopped: OUT/$f written (what ran)" test -s "$TMP/out2/$f"
+done
 tap_finish
