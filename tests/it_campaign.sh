@@ -7,7 +7,9 @@
 # summary, index, report, run folders' tarball, log and plan), prints the headline last, and
 # its estimate holds: the measured wall time is within [0.4, 1.25] x the printed estimate
 # + 15 s, and within the target (3 minutes, up to which disturbed rounds are re-run) + 30 s;
-# then with a 75 s budget it cannot meet: ended in time, exit 1, what ran summarized and packed. Puts servers under load for about 3 minutes: run it under `flock /tmp/cpu.lock`.
+# then with a 75 s budget it cannot meet: ended in time, exit 1, what ran summarized and packed.
+# The two time checks against the estimate are skipped (counted) when other work kept more
+# than a quarter of a CPU busy on average meanwhile: the estimate is for an otherwise idle host. Puts servers under load for about 3 minutes: run it under `flock /tmp/cpu.lock`.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -28,11 +30,25 @@ it_tmpdir it_campaign
 
 export CPU_TOPOLOGY_ROOT="$ROOT/tests/fixtures/topology/vm2" CPU_MASK=0,1 SERVER_THREADS=2 \
     RESULTS_DIR="$TMP/results" SMT=""
-t0=$(date +%s)
+# host_busy_s: the CPU seconds every CPU of the host has been busy since boot (/proc/stat).
+host_busy_s() {
+    awk -v hz="$(getconf CLK_TCK)" '$1 == "cpu" { print ($2 + $3 + $4 + $7 + $8 + $9) / hz; exit }' /proc/stat
+}
+# children_cpu_s: the user + system CPU seconds of this shell's waited-for descendants
+# (cutime + cstime of /proc/$$/stat, fields 16-17: 14-15 after the comm).
+children_cpu_s() {
+    sed 's/.*) //' "/proc/$$/stat" | awk -v hz="$(getconf CLK_TCK)" '{ print ($14 + $15) / hz }'
+}
+t0=$(date +%s) busy0=$(host_busy_s) ours0=$(children_cpu_s)
 rc=0
 # shellcheck disable=SC2086  # CAMPAIGN_ARGS is a list of options
 "$ROOT/scripts/campaign.sh" $CAMPAIGN_ARGS "$TMP/out" >"$TMP/stdout" 2>&1 || rc=$?
 took=$(( $(date +%s) - t0 ))
+# other work on the host while it ran, in CPUs (the host's busy time less the campaign's own):
+# the estimate is for a host with nothing else running
+other=$(awk -v b0="$busy0" -v b1="$(host_busy_s)" -v o0="$ours0" -v o1="$(children_cpu_s)" -v t="$took" \
+    'BEGIN { v = ((b1 - b0) - (o1 - o0)) / (t > 0 ? t : 1); printf "%.2f", v < 0 ? 0 : v }')
+echo "# other work on the host during the campaign: $other CPUs on average"
 est=$(sed -n 's/^campaign: estimate \([0-9]*\) s.*/\1/p' "$TMP/stdout" | head -n 1)
 echo "# campaign: exit $rc after $took s, estimate ${est:-none} s; last lines:"
 tail -n 4 "$TMP/stdout" | sed 's/^/#   /'
@@ -40,9 +56,15 @@ tail -n 4 "$TMP/stdout" | sed 's/^/#   /'
 is "campaign.sh exits 0" "$rc" 0
 ok "the estimate is printed before the first run" \
     awk '/^campaign: estimate [0-9]+ s/ { e = NR } /^campaign: \$ run_all.sh/ && !r { r = NR } END { exit !(e && r && e < r) }' "$TMP/stdout"
-ok "the measured time is within [0.4, 1.25] x the estimate + 15 s (took $took s, estimate ${est:-none} s)" \
-    awk -v t="$took" -v e="${est:-0}" 'BEGIN { exit !(e > 0 && t <= 1.25 * e + 15 && t >= 0.4 * e) }'
-ok "the measured time is within the target + 30 s (took $took s, target 180 s)" test "$took" -le 210
+if awk -v o="$other" 'BEGIN { exit !(o > 0.25) }'; then
+    # a shared host: the time checks say nothing (skipped, counted; the estimate is still printed)
+    n=$((n + 1)); echo "ok $n - the measured time is within [0.4, 1.25] x the estimate + 15 s # SKIP host busy: $other CPUs of other work (took $took s, estimate ${est:-none} s)"
+    n=$((n + 1)); echo "ok $n - the measured time is within the target + 30 s # SKIP host busy: $other CPUs of other work"
+else
+    ok "the measured time is within [0.4, 1.25] x the estimate + 15 s (took $took s, estimate ${est:-none} s)" \
+        awk -v t="$took" -v e="${est:-0}" 'BEGIN { exit !(e > 0 && t <= 1.25 * e + 15 && t >= 0.4 * e) }'
+    ok "the measured time is within the target + 30 s (took $took s, target 180 s)" test "$took" -le 210
+fi
 nfiles=$(find "$TMP/out" -type f | wc -l)
 ok "at most 8 files under OUT ($nfiles)" test "$nfiles" -le 8
 for f in summary.md index.json report.html runs.tar.gz campaign.log plan.txt; do
