@@ -86,7 +86,7 @@ CLOCK_SAMPLES="${CLOCK_SAMPLES:-8}"       # ssh round trips per clock-offset mea
 VERIFY_ONLY=0                             # 1: --verify (start, verify, stop; no load)
 # The server's definition, as definition_load reads it (servers/NAME.toml, SERVER_DEFS).
 def_file="" def_sha256="" def_ours=false def_build="" def_ready_path=/ping def_stop_signal=TERM
-def_scenarios="" def_program="" def_env_args="" store="" mix=""
+def_scenarios="" def_program="" def_env_args="" def_access_log=true def_build_command=false def_url="" store="" mix=""
 
 usage() {
     cat <<USAGE
@@ -99,7 +99,8 @@ usage: ./runner.sh [--help] [--version] <server> <scenario> [--quick] [--smoke] 
   server:   a server definition, servers/<server>.toml or one in a SERVER_DEFS folder
             (SERVER_DEFS=DIR1:DIR2; servers/README.md); the built-in ones are actor-mem,
             async-mem (s1-s3), actor-sqlite and async-sqlite (s4)
-  scenario: s1 (GET /ping), s2 (GET /users/:id, bearer), s3 (mixed, memory store),
+  scenario: mix:PATH (a mix file of your own, named by its stem; servers/README.md),
+            s1 (GET /ping), s2 (GET /users/:id, bearer), s3 (mixed, memory store),
             s4 (mixed, sqlite store); one the definition lists
   --list-servers  every definition: name, scenarios, file, description (installs and
                 builds nothing)
@@ -185,9 +186,11 @@ definition_load() {
     local vars
     vars=$(jq -r '@sh "def_file=\(.file) def_sha256=\(.sha256) def_ours=\(.ours) def_build=\(.build | join(" "))
         def_ready_path=\(.ready_path) def_stop_signal=\(.stop_signal) def_scenarios=\(.scenarios | join(" "))
-        def_program=\(.program) def_env_args=\(.env_args | join(" "))
-        store=\(.store // "") mix=\(.mix // "")"' <<<"$plan") || usage_error "cannot read the definition of '$1': $plan"
+        def_program=\(.program) def_env_args=\(.env_args | join(" ")) def_access_log=\(.uses_access_log) def_build_command=\(.build_command) def_url=\(.url // "")
+        store=\(.store // "") mix=\(.mix // "")" + (if .scenario then " scenario=" + (.scenario | @sh) else "" end)' <<<"$plan") || usage_error "cannot read the definition of '$1': $plan"
     eval "$vars"
+    # a mix scenario of one's own: found by its name from here on (SCENARIO_MIXES)
+    [[ "$mix" != /* ]] || export SCENARIO_MIXES="$mix${SCENARIO_MIXES:+:$SCENARIO_MIXES}"
 }
 
 # def_has_env_arg VAR: true when the definition adds arguments for the runner variable VAR.
@@ -255,6 +258,9 @@ parse_args() {
     # the options are read: install what the checks below and the run need, when missing
     "$ROOT/scripts/deps.sh" run
     definition_load "$server" "$scenario"
+    if [[ -n "$def_url" && "$VERIFY_ONLY" != 1 ]]; then
+        usage_error "$server is a server already running ($def_url): only --verify checks it yet; measuring it needs its CPU, which no sampler here reads (servers/README.md)"
+    fi
 
     local p_warm p_meas p_probe p_pwarm p_conns p_swarm p_smeas
     read -r p_warm p_meas p_probe p_pwarm p_conns p_swarm p_smeas < <(mode_durations "$mode")
@@ -478,7 +484,7 @@ setup_run() {
     : >"$LOG_FILE"
     local config_json
     config_json=$(jq -n \
-        --arg mode "$mode" --arg store "$store" --arg mix "loadgen-scripts/$mix" \
+        --arg mode "$mode" --arg store "$store" --arg mix "$([[ "$mix" == /* ]] || echo -n loadgen-scripts/)$mix" \
         --arg server_cpus "$SERVER_CPUS" --arg loadgen_cpus "$LOADGEN_CPUS" --arg mask "$mask" \
         --argjson n_server "$n_server_cpus" --argjson n_loadgen "$n_loadgen_cpus" \
         --argjson disjoint "$cpus_disjoint" --argjson conns "$wrk_conns" --argjson threads "$wrk_threads" \
@@ -558,6 +564,14 @@ phase_build() {
             fail "build failed: make ${targets[*]} (see build.log)"
         fi
     fi
+    # a server from elsewhere with a build_command (servers/README.md): built here, in the checkout
+    if [[ "$RUNNER_BUILD" == 1 && "$def_build_command" == true ]]; then
+        local -a bargv
+        mapfile -d '' -t bargv < <(analysis server-build "$server" "$ROOT" "$build_dir" | jq -j '.[] | (., "\u0000")')
+        (cd "$ROOT" && "${bargv[@]}") >>"$run_dir/build.log" 2>&1 </dev/null ||
+            fail "build failed: ${bargv[*]} (its build_command; see build.log)"
+        made+=("$server (${bargv[*]})")
+    fi
     for b in $def_build; do
         [[ -x "$build_dir/$b" ]] || fail "server binary $build_dir/$b is missing (make build/$b)"
         made+=("$BUILD/$b")
@@ -567,6 +581,7 @@ phase_build() {
         made+=("$BUILD/loadgen")
     fi
     mix_file="$MIX_DIR/$mix"
+    [[ "$mix" != /* ]] || mix_file=$mix   # a mix scenario of one's own (mix:PATH)
     [[ -r "$mix_file" ]] || fail "mix file $mix_file is missing"
     if [[ -n "$def_build" ]]; then
         log_info "build: ok (${made[*]})"
@@ -583,6 +598,26 @@ free_port() {
     "${ANALYSIS_PYTHON:-python3}" -c 'import socket, sys; s = socket.socket(); s.bind((sys.argv[1], 0)); print(s.getsockname()[1])' "$SERVER_ADDR"
 }
 
+# phase_attach: a server already running (the definition's url, no command): nothing is
+# started; ready when ready_path answers 200 within READY_TIMEOUT_SEC. Its process is not
+# ours: no CPU, threads or memory of it are read.
+phase_attach() {
+    local t_start code=""
+    url=$def_url PORT=${def_url##*:}
+    fact .config.port "$PORT"
+    fact .config.server_definition.url "\"$def_url\""
+    t_start=$(clock_s)
+    while :; do
+        code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$url$def_ready_path" || true)
+        [[ "$code" != 200 ]] || break
+        if [[ "$(calc "$(clock_s) - $t_start >= $READY_TIMEOUT_SEC")" == 1 ]]; then
+            fail "$server at $url did not answer $def_ready_path with 200 within ${READY_TIMEOUT_SEC} s (READY_TIMEOUT_SEC; last: ${code:-no answer})"
+        fi
+        sleep 0.2
+    done
+    log_info "start: $server is already running at $url (not started here; its CPU is not measured)"
+}
+
 # ---- phase: start -------------------------------------------------------------------
 # phase_start: the definition's command with its placeholders filled (SPEC.md section 3),
 # its env, pinned to SERVER_CPUS, in the run folder, as the leader of a session of its own
@@ -591,6 +626,7 @@ free_port() {
 # sockets are all the tree's (ours also print their "listening on" line).
 phase_start() {
     local why
+    if [[ -n "$def_url" ]]; then phase_attach; return; fi
     if [[ -z "$PORT" ]]; then
         PORT=$(free_port) || fail "could not find a free port on $SERVER_ADDR"
     fi
@@ -610,6 +646,8 @@ phase_start() {
     mapfile -d '' -t envs < <(jq -j '.env | to_entries[] | ("\(.key)=\(.value)", "\u0000")' "$run_dir/.server.json")
     fact .config.server_definition.command "$(jq -c .command "$run_dir/.server.json")"
     fact .config.server_definition.env "$(jq -c .env "$run_dir/.server.json")"
+    # what ran: the program's and scripts' sha256 and the version (runner/analysis/ran.py)
+    fact .config.server_definition.ran "$(analysis server-ran "$run_dir/.server.json" 2>/dev/null || echo null)"
     rm -f "$run_dir/.server.json" "$run_dir/.server.err"
     if [[ "${argv[0]}" == */* ]]; then
         [[ -f "${argv[0]}" && -x "${argv[0]}" ]] || fail "the server program ${argv[0]} (command[0] of $def_file) is missing or not executable"
@@ -648,10 +686,12 @@ phase_start() {
 # phase_verify: the contract check before any load (CONTRACT.md; runner/analysis/verify.py):
 # every case listed in verify.log, the report in verify.json. A failed case fails the run
 # (result.json's failure names it); none of the figures are measured then. Records whether
-# the server's /metrics can give the handler figures (config.server_metrics).
+# the server's /metrics can give the handler figures (config.server_metrics), and the
+# same-work warnings (config.verify_warnings; CONTRACT.md section 7).
 phase_verify() {
     local rc=0 n bad first
     analysis verify "$url" "$mix_file" --bearer="$BEARER" --seed-users="$SEED_USERS" \
+        --access-log="$(case "$def_access_log" in true) echo yes ;; false) echo no ;; *) echo unknown ;; esac)" \
         --json="$run_dir/verify.json" >"$run_dir/verify.log" 2>&1 || rc=$?
     if [[ "$VERIFY_ONLY" == 1 ]]; then cat "$run_dir/verify.log"; fi
     if (( rc != 0 && rc != 1 )) || [[ ! -s "$run_dir/verify.json" ]]; then
@@ -667,6 +707,9 @@ phase_verify() {
     server_metrics=$(jq '.metrics' "$run_dir/verify.json")
     fact .config.server_metrics "$server_metrics"
     log_info "verify: $n of $n contract cases passed (CONTRACT.md); $(jq -r '.metrics_note' "$run_dir/verify.json")"
+    # CONTRACT.md section 7 (same work): warnings, into result.json and summary.md
+    fact .config.verify_warnings "$(jq -c '.warnings // []' "$run_dir/verify.json")"
+    jq -r '.warnings // [] | .[] | "warning: same work: \(.)"' "$run_dir/verify.json" | while IFS= read -r w; do log_info "$w"; done
 }
 
 # metrics_prefix: the scrape files' prefix for run_load, empty (no scrapes, handler figures
@@ -839,6 +882,7 @@ phase_sustain() {
 # ---- phase: stop ----------------------------------------------------------------------------
 phase_stop() {
     local hwm_kb t_stop deadline exit_code=0 stop_s sig=$def_stop_signal left signum how
+    if [[ -n "$def_url" ]]; then log_info "stop: nothing to stop ($server at $def_url was not started here)"; return; fi
     # the whole process tree's (a wrapper, a master and its workers): each process's own peak, summed
     if ! hwm_kb=$(proc_tree_hwm_kb "$SERVER_PID"); then server_died; fail "server exited before it was stopped ($DIED)"; fi
     fact .stop.rss_kb "$hwm_kb"

@@ -3,7 +3,9 @@
  * Every request of the window is accounted once: completed (status, latency and service
  * time recorded), or lost to the class of the event that ended its connection (read,
  * write, timeout, parse), or in flight when the window closed. A timed-out request and one
- * in flight at the end also go into the corrected latency, at the time they had reached. */
+ * in flight at the end also go into the corrected latency, at the time they had reached.
+ * A request completes on its final response: interim (1xx) responses before it are read
+ * and skipped; a 101 (no request asks to switch protocols) is a parse error. */
 #include "client.h"
 
 #include <string.h>
@@ -106,12 +108,23 @@ void client_time_out(struct client *c)
 
 /* ---- responses ---- */
 
+/* A 1xx status other than 101: an interim response (RFC 9110 15.2: 100 Continue, 102
+ * Processing, 103 Early Hints, ...), which a client must accept, any number of times, before
+ * the final response to the same request. It has no body and completes nothing. */
+static inline int is_interim(unsigned status)
+{
+    return status - 100u < 100u && status != 101;
+}
+
 static int on_headers_complete(llhttp_t *p)
 {
     struct client *c = p->data;
     if (c->count == 0)
         return -1;
-    return c->ring[c->head].is_head ? 1 : 0; /* 1: no body follows */
+    if (p->status_code == 101)
+        return -1; /* a switch of protocols no request asked for: a parse error */
+    /* 1: no body follows (HEAD, or an interim response) */
+    return c->ring[c->head].is_head || is_interim(p->status_code) ? 1 : 0;
 }
 
 static int on_message_complete(llhttp_t *p)
@@ -120,6 +133,8 @@ static int on_message_complete(llhttp_t *p)
     struct worker *w = c->w;
     if (c->count == 0)
         return -1; /* a response nobody asked for */
+    if (is_interim(p->status_code))
+        return 0; /* the request waits for its final response */
     struct slot *s = &c->ring[c->head];
     c->head = (c->head + 1) % CONFIG_MAX_PIPELINE;
     c->count--;

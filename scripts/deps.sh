@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # deps.sh: installs the Debian packages one command of the suite needs, with apt-get, when
-# missing: one profile per command (build, test, run, bench, ci, dev). A no-op (one
+# missing: one profile per command (build, test, run, bench, ci, dev, peers). A no-op (one
 # dpkg-query) when everything is there. apt-get runs as root, else through sudo, with
 # DEBIAN_FRONTEND=noninteractive kept; with neither it says what to run as root, exit 1.
 # Installs nothing outside Debian's archive, and starts no service (nginx and sshd stay off).
@@ -29,7 +29,11 @@ BENCH_PKGS="$RUN_PKGS nginx-light wrk"
 CI_PKGS="$TEST_PKGS clang libclang-rt-14-dev"
 # contributors: what CI has, and valgrind for bench/micro.sh's instruction counts.
 DEV_PKGS="$CI_PKGS valgrind"
-PROFILES="build test run bench ci dev"
+# servers/go-*.toml, erl-*.toml, rust-*.toml: the question asked in Go (net/http), Erlang/OTP
+# (gen_tcp) and Rust (hyper 0.14 + tokio 1 from Debian's crates), built offline (go build,
+# erlc, Debian's cargo and rustc).
+PEERS_PKGS="$RUN_PKGS golang-go erlang-base cargo rustc librust-hyper-dev librust-tokio-dev"
+PROFILES="build test run bench ci dev peers"
 # Packages whose install would start a system service: installed with services held off.
 SERVICE_PKGS="nginx-light nginx nginx-common openssh-server"
 
@@ -44,6 +48,7 @@ not root; a no-op when everything is there). Profiles:
   bench   bench/vs-nginx.sh, loadgen-vs-wrk.sh: run + ${BENCH_PKGS#"$RUN_PKGS "}
   ci      .ci/run: test + ${CI_PKGS#"$TEST_PKGS "}
   dev     ci + ${DEV_PKGS#"$CI_PKGS "}
+  peers   the peer servers of other runtimes (servers/go-*, erl-*, rust-*): run + ${PEERS_PKGS#"$RUN_PKGS "}
   --check   only report what is missing (exit 1 when anything is)
   --list    print the packages of the profiles, one a line, and exit
 Environment: DEPS_SKIP=1 (do nothing), DEPS_EXTRA (more packages),

@@ -3,7 +3,8 @@
 load; a definition using every placeholder expands exactly; unknown keys, placeholders and
 scenarios, a lone brace, a bad signal or ready_path are refused naming the file; a name
 defined twice across SERVER_DEFS folders names both files; env_args add arguments only when
-their variable is set; plan() says what runner.sh needs; the command line's exit codes.
+their variable is set; plan() says what runner.sh needs; a mix file as a scenario of its
+own (mix:PATH); the command line's exit codes.
 Starts no server; writes only to a temporary folder.
 """
 import hashlib
@@ -213,6 +214,53 @@ class Defs(unittest.TestCase):
         m = matrix.build(defs, pairs=["node-users,async-mem"])
         self.assertEqual([g["scenario"] for g in m["groups"]], ["s1", "s2", "s3"])
 
+
+    def test_a_server_already_running(self):
+        # url and no command: no start, no stop; nothing of a command may come with it
+        self.write("up", 'scenarios = ["s1", "s2"]\nurl = "http://10.0.0.5:8080"\n')
+        defs = servers.load_all(server_defs=self.dir)
+        p = servers.plan(defs, "up", "s2")
+        self.assertEqual((p["url"], p["program"], p["uses_access_log"], p["build_command"]),
+                         ("http://10.0.0.5:8080", None, None, False))
+        self.assertIsNone(servers.plan(defs, "async-mem", "s1")["url"])
+        for text, words in (('scenarios = ["s1"]\n', "'command' is required"),
+                            ('scenarios = ["s1"]\ncommand = ["x"]\nurl = "http://h:1"\n', "'command' is required"),
+                            ('scenarios = ["s1"]\nurl = "https://h:1"\n', "url must be http://HOST:PORT"),
+                            ('scenarios = ["s1"]\nurl = "http://h:70000"\n', "url must be http://HOST:PORT"),
+                            ('scenarios = ["s1"]\nurl = "http://h:1"\n[env]\nA = "b"\n', "takes no env")):
+            path = self.write("bad", text)
+            with self.assertRaises(servers.DefinitionError, msg=text) as cm:
+                servers.load_file(path)
+            self.assertIn(words, str(cm.exception), text)
+
+    def test_mix_scenario_of_ones_own(self):
+        # a mix file is a scenario of its own, named by its stem; a server serves it when the
+        # scenarios it lists cover every route the mix uses, or when it lists the mix itself
+        mixes = os.path.join(self.dir, "mixes")
+        os.makedirs(mixes)
+        for name, text in (("checkout", "header Authorization: Bearer ${BEARER}\n9 GET /users/{rand:1:9} - 200\n"
+                                        "1 GET /ping - 200\n"),
+                           ("cart", "1 GET /cart - 200\n"), ("s2", "1 GET /ping - 200\n")):
+            with open(os.path.join(mixes, name + ".mix"), "w", encoding="utf-8") as fh:
+                fh.write(text)
+        self.write("carts", 'scenarios = ["s1", "mix:mixes/cart.mix"]\ncommand = ["/bin/srv"]\n')
+        defs = servers.load_all(server_defs=self.dir)
+        self.assertEqual(defs["carts"].scenarios, ["s1", "cart"])
+        p = servers.plan(defs, "node-users", "mix:" + os.path.join(mixes, "checkout.mix"))
+        self.assertEqual((p["scenario"], p["mix"]), ("checkout", os.path.join(mixes, "checkout.mix")))
+        self.assertEqual(servers.plan(defs, "carts", "cart")["mix"], os.path.join(mixes, "cart.mix"))
+        with self.assertRaises(servers.DefinitionError) as cm:   # s1 only: no /users
+            servers.plan(defs, "nginx-ping", "checkout")
+        self.assertIn("does not serve checkout", str(cm.exception))
+        with self.assertRaises(servers.DefinitionError):          # a route outside the contract
+            servers.plan(defs, "async-mem", "cart")
+        with self.assertRaises(servers.DefinitionError) as cm:    # a stem that is a built-in name
+            servers.plan(defs, "async-mem", "mix:" + os.path.join(mixes, "s2.mix"))
+        self.assertIn("must be", str(cm.exception))
+        m = matrix.build(defs, pairs=["actor-mem,async-mem"], scenarios="mix:%s,s1" % os.path.join(mixes, "checkout.mix"))
+        self.assertEqual([g["scenario"] for g in m["groups"]], ["s1", "checkout"])
+        self.assertEqual(m["scenario_mixes"], {"checkout": os.path.join(mixes, "checkout.mix")})
+        self.assertEqual(servers.custom_mix("nope", env={"SCENARIO_MIXES": ""}), None)
 
     def test_matrix_selection_errors(self):
         defs = servers.load_all(server_defs="")

@@ -2,14 +2,17 @@
 """test_verify.py: unit tests of runner/analysis/verify.py (TAP): the mix files parse into the
 request kinds CONTRACT.md names; against tests/helpers/contract_server.py, a server that keeps
 the contract passes every case of s1, s2 and s3, and each deliberate breach (--lie) fails
-exactly the cases that check it, named in words; a server that does not answer fails every
-case within the budget. Loopback only, a free port per server; a few seconds in all.
+exactly the cases that check it, named in words; one that sends 1xx interim responses (103
+before every answer, 100 Continue before a body) passes, one that sends an unasked-for 101
+fails; a server that does not answer fails every case within the budget. Loopback only, a
+free port per server; a few seconds in all.
 """
 import os
 import re
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import unittest
 
@@ -28,9 +31,9 @@ SEED = 10000
 class Helper:
     """tests/helpers/contract_server.py on a free port, with one --lie."""
 
-    def __init__(self, lie):
+    def __init__(self, lie, interim="none"):
         self.proc = subprocess.Popen([sys.executable, HELPER, "--port", "0", "--bearer", BEARER,
-                                      "--seed-users", str(SEED), "--lie", lie],
+                                      "--seed-users", str(SEED), "--lie", lie, "--interim", interim],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         line = self.proc.stderr.readline()
         m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line)
@@ -138,8 +141,8 @@ class Shapes(unittest.TestCase):
 
 
 class AgainstAServer(unittest.TestCase):
-    def failed(self, lie, scenario):
-        with Helper(lie) as h:
+    def failed(self, lie, scenario, interim="none"):
+        with Helper(lie, interim) as h:
             rep = run(h.url, scenario)
         for c in rep["cases"]:
             if not c["ok"]:
@@ -153,6 +156,51 @@ class AgainstAServer(unittest.TestCase):
             self.assertTrue(rep["passed"])
             self.assertFalse(rep["metrics"])   # the helper has no /metrics
             self.assertIn("404", rep["metrics_note"])
+
+    def test_interim_responses_are_skipped(self):
+        # RFC 9110 15.2: 103 before every answer, 100 Continue before a body: still the contract
+        for interim, scenarios in (("hints", ("s1", "s2", "s3")), ("continue", ("s3",))):
+            for sc in scenarios:
+                bad, rep = self.failed("none", sc, interim)
+                self.assertEqual(bad, set(), (interim, sc, [c for c in rep["cases"] if not c["ok"]]))
+
+    def test_an_unasked_for_101_fails_every_case(self):
+        bad, rep = self.failed("switch-101", "s2")
+        self.assertEqual(len(bad), len(rep["cases"]))
+        self.assertTrue(all("101 Switching Protocols" in c["why"] for c in rep["cases"]))
+
+    def test_a_mix_of_ones_own_checks_its_routes_only(self):
+        # the bearer cases for the /users line only (/ping takes none); no list or POST case
+        with tempfile.TemporaryDirectory() as d:
+            mix = os.path.join(d, "checkout.mix")
+            with open(mix, "w", encoding="utf-8") as fh:
+                fh.write("header Authorization: Bearer ${BEARER}\n9 GET /users/{rand:1:9} - 200\n1 GET /ping - 200\n")
+            with Helper("none") as h:
+                rep = verify.run(verify.Ctx(h.url, mix, BEARER, SEED))
+        names = [c["name"] for c in rep["cases"]]
+        self.assertTrue(rep["passed"], [c for c in rep["cases"] if not c["ok"]])
+        self.assertEqual(len([n for n in names if n.startswith("bearer:")]), 2, names)
+        self.assertFalse(any("/ping" in n for n in names if n.startswith("bearer:")), names)
+
+    def test_same_work_warnings(self):
+        # CONTRACT.md section 7: warnings, never failures; none for a server that does the work
+        _, rep = self.failed("none", "s2")
+        self.assertEqual(rep["warnings"], [])
+        bad, rep = self.failed("no-request-id", "s2")
+        self.assertEqual(bad, set())
+        self.assertEqual(len(rep["warnings"]), 2, rep["warnings"])
+        self.assertTrue(all("X-Request-Id" in w for w in rep["warnings"]), rep["warnings"])
+        bad, rep = self.failed("list-open", "s2")
+        self.assertEqual(bad, set())
+        self.assertEqual(len(rep["warnings"]), 1, rep["warnings"])
+        self.assertRegex(rep["warnings"][0], r"^GET /users\?limit=1 without a token -> 200 \(want 401")
+        with Helper("none") as h:
+            ctx = verify.Ctx(h.url, MIX["s3"], BEARER, SEED)
+            ctx.access_log = False
+            rep = verify.run(ctx)
+            self.assertEqual(rep["warnings"], ["its definition passes no {access_log}: no access-log line per "
+                                               "/users request"])
+            self.assertEqual(verify.run(verify.Ctx(h.url, MIX["s1"], BEARER, SEED))["warnings"], [])
 
     def expect(self, lie, scenario, *patterns):
         bad, rep = self.failed(lie, scenario)

@@ -35,14 +35,22 @@ def _parse_names(text, what):
 
 
 def parse_scenarios(text):
-    """'s1,s3' -> ['s1', 's3'] (SCENARIOS order); None for None. DefinitionError on bad input."""
+    """'s1,s3,mix:my.mix' -> ['s1', 's3', 'my'] (SCENARIOS order, then the mix scenarios in
+    the order given, by name: servers.mix_scenario); None for None. DefinitionError on bad
+    input."""
     if text is None:
         return None
-    names = _parse_names(text, "--scenarios")
+    names = [sv.scenario_name(s) for s in _parse_names(text, "--scenarios")]
     for s in names:
-        if s not in sv.SCENARIOS:
-            raise sv.DefinitionError(f"--scenarios: unknown scenario '{s}' (one of: {' '.join(sv.SCENARIOS)})")
-    return [s for s in sv.SCENARIOS if s in names]
+        if s not in sv.SCENARIOS and sv.custom_mix(s) is None:
+            raise sv.DefinitionError(f"--scenarios: unknown scenario '{s}' (one of: {' '.join(sv.SCENARIOS)}, "
+                                     "or mix:PATH)")
+    return [s for s in sv.SCENARIOS if s in names] + [s for s in names if s not in sv.SCENARIOS]
+
+
+def scenario_order(wanted=None, defs=None):
+    """Every scenario a batch may run, in order: SCENARIOS, then the mix scenarios of WANTED."""
+    return list(sv.SCENARIOS) + [s for s in (wanted or []) if s not in sv.SCENARIOS]
 
 
 def _decides(pairs_decides, shared):
@@ -81,7 +89,7 @@ def build(defs, pairs=None, pairs_file=None, servers=None, baseline=None, scenar
             names.append(baseline)
         if len(names) < 2:
             raise sv.DefinitionError("--baseline needs at least one other server in --servers")
-        for s in sv.SCENARIOS:
+        for s in scenario_order(wanted):
             if (wanted is not None and s not in wanted) or not defs[baseline].serves(s):
                 continue
             for name in names:
@@ -99,7 +107,9 @@ def build(defs, pairs=None, pairs_file=None, servers=None, baseline=None, scenar
                 names = _parse_names(text, "--pair")
                 if len(names) != 2:
                     raise sv.DefinitionError(f"--pair: CANDIDATE,BASELINE, got '{text}'")
-                lst.append((names[0], names[1], sv.pair_scenarios(defs, names[0], names[1])))
+                shared = sv.pair_scenarios(defs, names[0], names[1])
+                shared += sv.pair_scenarios(defs, names[0], names[1], [w for w in wanted or [] if w not in shared])
+                lst.append((names[0], names[1], shared))
             spec = sv.Pairs(lst)
         for cand, base, scs in spec.pairs:
             use = [s for s in scs if wanted is None or s in wanted]
@@ -128,5 +138,52 @@ def build(defs, pairs=None, pairs_file=None, servers=None, baseline=None, scenar
         if not groups:
             raise sv.DefinitionError("no run matches the selection (the default pairs: "
                                      + "; ".join(f"{c} vs {b} on {','.join(s)}" for c, b, s in spec.pairs) + ")")
-    groups.sort(key=lambda g: sv.SCENARIOS.index(g["scenario"]))
-    return {"selection": selection, "baseline": baseline, "groups": groups}
+    order = scenario_order(wanted) + [g["scenario"] for g in groups]
+    groups.sort(key=lambda g: order.index(g["scenario"]))
+    mixes = {g["scenario"]: sv.custom_mix(g["scenario"]) for g in groups if g["scenario"] not in sv.SCENARIOS}
+    return {"selection": selection, "baseline": baseline, "groups": groups, "scenario_mixes": mixes}
+
+
+# ---- the order of a round (issue 35; SPEC.md section 9, "Order") -----------------------------
+
+def round_order(seed, scenario, kind, rnd, names):
+    """The order of NAMES in round RND (1-based) of SCENARIO's KIND rounds: a base order drawn
+    from (SEED, SCENARIO, KIND), rotated by one place each pair of rounds and reversed in every
+    second round, so that in each two rounds every pair of servers runs in both orders (two
+    servers: AB, BA, BA, AB, ... the ABBA design; three: ABC, CBA, BCA, ACB, CAB, BAC). With few rounds a
+    random draw leaves a server first in most of them (3 rounds: in 1 of 4 draws one server is
+    first in all three), and a host that drifts within a round then reads as a difference
+    between the servers; this order cancels a linear drift over each two rounds. Pure."""
+    import random
+    base = list(names)
+    random.Random(f"{seed}/{scenario}/{kind}").shuffle(base)
+    k = len(base)
+    if k < 2:
+        return base
+    r = rnd - 1
+    if k == 2:
+        # AB BA BA AB: ABBA, then BAAB (a drift that is not linear cancels too over four rounds)
+        return base[::-1] if r % 4 in (1, 2) else base
+    shift = (r // 2) % k
+    rot = base[shift:] + base[:shift]
+    return rot[::-1] if r % 2 else rot
+
+
+def order_balance(rounds, scenario, candidate, baseline, kind="probe", used=None):
+    """How often CANDIDATE ran before BASELINE in SCENARIO's KIND rounds (matrix.json's rounds:
+    [{scenario, kind, round, order}]), limited to the rounds in USED when given:
+    {"candidate_first", "baseline_first", "rounds", "balanced"}: balanced when the two counts
+    differ by at most one (None when no round recorded an order)."""
+    first = second = 0
+    for r in rounds or []:
+        if r.get("scenario") != scenario or r.get("kind") != kind or (used is not None and r.get("round") not in used):
+            continue
+        order = r.get("order") or []
+        if candidate in order and baseline in order:
+            if order.index(candidate) < order.index(baseline):
+                first += 1
+            else:
+                second += 1
+    n = first + second
+    return {"candidate_first": first, "baseline_first": second, "rounds": n,
+            "balanced": None if n == 0 else abs(first - second) <= 1}

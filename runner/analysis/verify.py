@@ -43,7 +43,8 @@ class Resp:
 
 class Conn:
     """One keep-alive connection; reads responses framed by Content-Length, chunked, or the
-    end of the connection (which then counts as closed)."""
+    end of the connection (which then counts as closed), each a request's final response
+    after any interim (1xx) ones."""
 
     def __init__(self, host, port, deadline):
         self.deadline = deadline
@@ -51,6 +52,7 @@ class Conn:
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.buf = b""
         self.eof = False
+        self.interim = 0  # 1xx interim responses read (and skipped)
         self.host = f"{host}:{port}"
 
     def _left(self):
@@ -105,7 +107,19 @@ class Conn:
             raise Fail(f"sending failed: {err.strerror or err}") from None
 
     def read(self, head=False):
-        """The next response (HEAD: no body whatever its Content-Length says)."""
+        """The next final response (HEAD: no body whatever its Content-Length says): interim
+        responses before it (1xx but 101, RFC 9110 15.2: 100 Continue, 103 Early Hints, ...)
+        are read and counted in self.interim; a 101 no request asked for is a failure."""
+        while True:
+            resp = self._read_one(head)
+            if resp.status == 101:
+                raise Fail("101 Switching Protocols, which no request asked for")
+            if resp.status >= 200:
+                return resp
+            self.interim += 1
+
+    def _read_one(self, head):
+        """The next response, interim or final."""
         if not self.buf and self.eof:
             raise Fail("the server closed the connection instead of answering")
         try:
@@ -339,6 +353,7 @@ class Ctx:
         self.seq = Seq()
         self.deadline = time.monotonic() + budget_s
         self.metrics, self.metrics_note = False, "not probed"
+        self.access_log = None   # False: the definition passes no {access_log} (same_work)
 
     def conn(self):
         try:
@@ -506,7 +521,8 @@ def cases(ctx):
         out.append(_unknown_case(ctx))
     if any(k.lower() == "authorization" for k in ctx.mix_headers):
         for line in ctx.mix:
-            out += _auth_cases(ctx, line)
+            if line.kind() != "ping":   # /ping takes no bearer (a mix of one's own may mix both)
+                out += _auth_cases(ctx, line)
     for line in ctx.mix:
         if line.method == "GET":
             out.append(_head_case(ctx, line))
@@ -533,9 +549,60 @@ def probe_metrics(ctx):
         ctx.metrics, ctx.metrics_note = True, "GET /metrics -> 200 with http_handler_latency_seconds"
 
 
+# ---------------------------------------------------------------- same work (warnings)
+
+REQUEST_ID = "verify-rid-0123456789"
+# The /users routes: (kind, method, target, body) of a request to each, for the bearer check.
+USERS_ROUTES = (("user", "GET", "/users/1", None), ("list", "GET", "/users?limit=1", None),
+                ("create", "POST", "/users", '{"name":"verify-nobearer","email":"nobearer@example.com"}'))
+
+
+def same_work(ctx):
+    """CONTRACT.md section 7's items this check can see, as warnings (sentences; never a
+    failure: a server may say in its description that it skips them): an X-Request-Id on a
+    /users answer, our own echoed; the bearer asked on every /users route, also those the
+    mix does not use (a 2xx without a token); and, when ctx.access_log is False (the
+    definition passes no {access_log}), the access log. [] for a mix without /users."""
+    kinds = ctx.kinds() & {"user", "list", "create"}
+    if not kinds:
+        return []
+    warns = []
+    line = next(ln for ln in ctx.mix if ln.kind() in kinds)
+    path, body = instantiate(line, ctx.seq, "lo")
+    what = f"{line.method} {path}"
+    try:
+        mine = ctx.one(line.method, path, dict(ctx.mix_headers, **{"X-Request-Id": REQUEST_ID}), body)
+        path2, body2 = instantiate(line, ctx.seq, "lo")
+        theirs = ctx.one(line.method, path2, dict(ctx.mix_headers), body2)
+        if mine.h("x-request-id") != REQUEST_ID:
+            got = mine.h("x-request-id")
+            warns.append(f"{what} with X-Request-Id: {REQUEST_ID} was answered "
+                         + (f"with X-Request-Id '{got}'" if got else "without X-Request-Id")
+                         + " (want it echoed)")
+        if not theirs.h("x-request-id"):
+            warns.append(f"{what} without X-Request-Id was answered without one (want a fresh id)")
+    except Fail as err:
+        warns.append(f"the X-Request-Id check could not run: {err}")
+    for kind, method, target, rbody in USERS_ROUTES:
+        if kind in kinds:
+            continue   # a case of the contract check already asks it
+        try:
+            resp = ctx.one(method, target, {}, rbody)
+        except Fail as err:
+            warns.append(f"{method} {target} without a token could not be checked: {err}")
+            continue
+        if 200 <= resp.status < 300:
+            warns.append(f"{method} {target} without a token -> {resp.status} (want 401: the bearer on "
+                         "every /users route)")
+    if ctx.access_log is False:
+        warns.append("its definition passes no {access_log}: no access-log line per /users request")
+    return warns
+
+
 def run(ctx, on_case=None):
     """Runs every case of CTX; calls ON_CASE(name, ok, why) after each. Returns the report:
-    {passed, cases: [{name, ok, why}], failed: [names], metrics, metrics_note}."""
+    {passed, cases: [{name, ok, why}], failed: [names], metrics, metrics_note, warnings}
+    (warnings: same_work's, when every case passed)."""
     results = []
     for name, fn in cases(ctx):
         try:
@@ -551,14 +618,17 @@ def run(ctx, on_case=None):
     probe_metrics(ctx)
     failed = [r for r in results if not r["ok"]]
     return {"passed": not failed, "cases": results, "failed": [r["name"] for r in failed],
-            "metrics": ctx.metrics, "metrics_note": ctx.metrics_note}
+            "metrics": ctx.metrics, "metrics_note": ctx.metrics_note,
+            "warnings": [] if failed else same_work(ctx)}
 
 
 USAGE = """usage: python3 -m analysis verify URL MIX_FILE --bearer=TOKEN --seed-users=N [--json=FILE]
-                                  [--budget-sec=S]
+                                  [--budget-sec=S] [--access-log=yes|no|unknown]
 Checks the server at URL (http://HOST:PORT) against CONTRACT.md for the scenario whose mix
 is MIX_FILE; one line per case on stdout ("ok - CASE" or "FAIL - CASE: why"), then a summary;
---json writes the report ({passed, cases: [{name, ok, why}], failed, metrics, metrics_note}).
+--json writes the report ({passed, cases: [{name, ok, why}], failed, metrics, metrics_note,
+warnings}). Warnings ("warning - ..." lines): CONTRACT.md section 7's same work, not checked
+as cases; --access-log=no (the definition passes no {access_log}) adds one.
 Each request waits at most 5 s, the whole check S seconds (60); the cases left then fail.
 Exit: 0 every case passed, 1 a case failed, 2 usage."""
 
@@ -568,7 +638,7 @@ def main(args):
     for a in args:
         if a.startswith("--"):
             k, eq, v = a[2:].partition("=")
-            if not eq or k not in ("bearer", "seed-users", "json", "budget-sec"):
+            if not eq or k not in ("bearer", "seed-users", "json", "budget-sec", "access-log"):
                 print(f"analysis verify: unknown option '{a}'\n{USAGE}", file=sys.stderr)
                 return 2
             opts[k] = v
@@ -584,11 +654,17 @@ def main(args):
     except (ValueError, OSError, Fail) as err:
         print(f"analysis verify: {err}", file=sys.stderr)
         return 2
+    if opts.get("access-log") not in (None, "yes", "no", "unknown"):
+        print(USAGE, file=sys.stderr)
+        return 2
+    ctx.access_log = {"yes": True, "no": False}.get(opts.get("access-log"))
 
     def show(name, ok, why):
         print(f"ok - {name}" if ok else f"FAIL - {name}: {why}", flush=True)
     rep = run(ctx, show)
     n, bad = len(rep["cases"]), len(rep["failed"])
+    for wng in rep["warnings"]:
+        print(f"warning - {wng}")
     print(f"{n - bad} of {n} cases passed; {rep['metrics_note']}")
     if "json" in opts:
         with open(opts["json"], "w", encoding="utf-8") as fh:

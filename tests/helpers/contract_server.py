@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
 """contract_server.py: a small server for the tests of the verify stage (tests/test_verify.py,
 tests/it_servers.sh): the contract (CONTRACT.md) with the users in memory, and one
-deliberate breach chosen by --lie, so that a test can check verify names that very case.
+deliberate breach chosen by --lie, so that a test can check verify names that very case;
+--interim adds 1xx interim responses a correct server may send (103 Early Hints, 100 Continue).
 Not a server to measure (Python's http.server, a thread per connection); stdlib only.
 """
 import argparse
 import json
+import os
+import re
 import signal
 import sys
 import threading
@@ -23,7 +26,19 @@ LIES = {
     "ping-type": "/ping answers application/json",
     "never-ready": "/ping answers 503",
     "ignore-term": "SIGTERM is ignored",
+    "switch-101": "every answer is an unasked-for 101 Switching Protocols",
+    "no-request-id": "no X-Request-Id on any answer (a same-work warning, not a failure)",
+    "list-open": "GET /users?... answers without the bearer (a same-work warning for s2)",
 }
+RID_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+# --interim: 1xx interim responses a correct server may send (RFC 9110 15.2), and still keeps
+# the contract; a client must skip them and read the final response.
+INTERIM = {
+    "none": "no interim responses",
+    "hints": "103 Early Hints before every response",
+    "continue": "100 Continue before reading a request's body",
+}
+EARLY_HINTS = b"HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload; as=style\r\n\r\n"
 
 
 def make_handler(opt, users, lock):
@@ -38,12 +53,22 @@ def make_handler(opt, users, lock):
         def reply(self, status, ctype, body, extra=None):
             data = body.encode() if isinstance(body, str) else body
             self.served += 1
+            if opt.lie == "switch-101":
+                self.wfile.write(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+                                 b"Connection: upgrade\r\n\r\n")
+                self.close_connection = True
+                return
+            if opt.interim == "hints":
+                self.wfile.write(EARLY_HINTS)
             close = opt.lie == "close" and self.served % 10 == 0
             self.send_response(status)
             self.send_header("Content-Type", ctype)
             self.send_header("Content-Length", str(len(data)))
             for k, v in (extra or {}).items():
                 self.send_header(k, v)
+            if self.path.startswith("/users") and opt.lie != "no-request-id":
+                rid = self.headers.get("X-Request-Id", "")
+                self.send_header("X-Request-Id", rid if RID_RE.match(rid) else os.urandom(8).hex())
             if close:
                 self.send_header("Connection", "close")
                 self.close_connection = True
@@ -62,6 +87,8 @@ def make_handler(opt, users, lock):
 
         def read_body(self):
             n = int(self.headers.get("Content-Length") or 0)
+            if n and opt.interim == "continue":
+                self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
             return self.rfile.read(n) if n else b""
 
         def route(self):
@@ -72,7 +99,8 @@ def make_handler(opt, users, lock):
                 return self.reply(200, "application/json" if opt.lie == "ping-type" else "text/plain", "pong")
             if path == "/users" or path.startswith("/users/"):
                 body = self.read_body() if self.command == "POST" else b""
-                if not self.authorized():
+                if not self.authorized() and not (opt.lie == "list-open" and path == "/users"
+                                                  and self.command == "GET"):
                     return self.error(401, "missing or invalid bearer token", {"WWW-Authenticate": "Bearer"})
                 if path == "/users" and self.command == "POST":
                     doc = json.loads(body)
@@ -118,6 +146,7 @@ def main():
     ap.add_argument("--bearer", required=True)
     ap.add_argument("--seed-users", type=int, default=10000)
     ap.add_argument("--lie", choices=sorted(LIES), default="none")
+    ap.add_argument("--interim", choices=sorted(INTERIM), default="none")
     opt = ap.parse_args()
     users = [{"id": i, "name": f"user-{i}", "email": f"user-{i}@example.com"}
              for i in range(1, opt.seed_users + 1)]

@@ -1,0 +1,3 @@
+module actor-vs-async/servers/go
+
+go 1.19
