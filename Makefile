@@ -258,3 +258,15 @@ fuzz-ci: $(FUZZ_BUILD)/fuzz_request $(FUZZ_BUILD)/fuzz_conn
 	$(call FUZZ_RUN,fuzz_request,20,corpus,tests/fuzz/corpus)
 	$(call FUZZ_RUN,fuzz_conn,20,corpus_conn,tests/fuzz/corpus_conn)
 # ---- end of fuzzing block -------------------------------------------------------------
+
+# ---- bundle (docs/many-cores.md): the suite as one tarball that runs with no install ----
+#   make bundle     dist/actor-vs-async-<commit>-linux-x86_64.tar.gz (scripts/bundle.py): the
+#                   servers and load generator (build-bundle/, run path $ORIGIN/../lib), the
+#                   tracked tree, jq/curl/ps/pkill/strace/valgrind and their libraries
+.PHONY: bundle
+BUNDLE_BUILD := build-bundle
+bundle:
+	@$(MAKE) --no-print-directory BUILD=$(BUNDLE_BUILD) 'LDFLAGS=-Wl,--disable-new-dtags,-rpath,\$$$$ORIGIN/../lib' \
+	    $(BUNDLE_BUILD)/async-server $(BUNDLE_BUILD)/actor-server $(BUNDLE_BUILD)/loadgen
+	@scripts/bundle.py --build=$(BUNDLE_BUILD)
+# ---- end bundle ----

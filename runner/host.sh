@@ -18,14 +18,16 @@ host_json() {
           cores_usable: $cores_usable, kernel: $kernel, hostname: $host}'
 }
 
-# pkg_version NAME: pkg-config's version of NAME, or empty.
+# pkg_version NAME: pkg-config's version of NAME (in a bundle: BUNDLE's), or empty.
 pkg_version() {
+    if [[ -n "${BUNDLE_ROOT:-}" ]]; then bundle_value "$1"; return 0; fi
     pkg-config --modversion "$1" 2>/dev/null || true
 }
 
 # llhttp_version: from the installed header's LLHTTP_VERSION_* macros, or empty.
 llhttp_version() {
     local h=${LLHTTP_HEADER:-/usr/share/include/llhttp/llhttp.h}
+    if [[ -n "${BUNDLE_ROOT:-}" ]]; then bundle_value llhttp; return 0; fi
     [[ -r "$h" ]] || return 0
     awk '/#define LLHTTP_VERSION_MAJOR/ { ma = $3 } /#define LLHTTP_VERSION_MINOR/ { mi = $3 }
          /#define LLHTTP_VERSION_PATCH/ { pa = $3 }
@@ -37,9 +39,11 @@ llhttp_version() {
 versions_json() {
     local repo=$1 cc_ver commit dirty
     cc_ver=$("${CC:-cc}" --version 2>/dev/null | head -n1 || true)
-    commit=$(git -C "$repo" rev-parse HEAD 2>/dev/null || true)
-    dirty=null
-    if [[ -n "$commit" ]]; then
+    commit="" dirty=null
+    if [[ -n "${BUNDLE_ROOT:-}" ]]; then   # a bundle (runner/bundle.sh): as it was built
+        commit=$(bundle_value commit) dirty=$(bundle_value dirty) cc_ver=$(bundle_value compiler)
+        [[ -n "$commit" && -n "$dirty" ]] || dirty=null
+    elif commit=$(git -C "$repo" rev-parse HEAD 2>/dev/null); then
         if [[ -n "$(git -C "$repo" status --porcelain --untracked-files=no 2>/dev/null)" ]]; then
             dirty=true
         else

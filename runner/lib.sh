@@ -195,6 +195,9 @@ analysis_python_find() {
 }
 ANALYSIS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)   # runner/, which holds the package
 analysis_python_find || true
+# shellcheck source=runner/bundle.sh
+. "$ANALYSIS_DIR/bundle.sh"
+bundle_env "$(dirname "$ANALYSIS_DIR")"   # in an unpacked bundle: its tools, no deps step, no make
 
 # mode_durations MODE: the default durations of a run mode (full, quick or smoke) on one
 # line: sustain warm-up, sustain measured, probe measured, probe warm-up (s), connections,
@@ -219,7 +222,10 @@ suite_version() {
     root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
     # shellcheck source=runner/host.sh
     . "$root/runner/host.sh"
-    if v=$(git -C "$root" rev-parse --short=12 HEAD 2>/dev/null); then
+    if [[ -n "$(bundle_value commit)" ]]; then   # a bundle (runner/bundle.sh): as it was built
+        v=$(bundle_value commit) v=${v:0:12}
+        [[ "$(bundle_value dirty)" != true ]] || v="$v-dirty"
+    elif v=$(git -C "$root" rev-parse --short=12 HEAD 2>/dev/null); then
         [[ -z "$(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null)" ]] || v="$v-dirty"
     else
         v=unknown

@@ -218,6 +218,16 @@ ok "report.sh is re-runnable (the same page again)" bash -c "
     cp '$TMP/A/report.html' '$TMP/first.html' && '$ROOT/runner/report.sh' '$TMP/A' 2>/dev/null &&
     cmp -s '$TMP/first.html' '$TMP/A/report.html'"
 
+# ---- without gnuplot (a bundle on a borrowed host): the tables, a note per plot, said once ---
+cp -r "$FIX/A" "$TMP/NG"
+ng_rc=0
+env GNUPLOT="$TMP/no-such-gnuplot" REPORT_OUT="$TMP/NG/report.html" "$ROOT/runner/report.sh" "$TMP/NG" 2>"$TMP/NG/stderr" || ng_rc=$?
+is "no gnuplot: report.sh exits 0" "$ng_rc" 0
+is "no gnuplot: said once on stderr" "$(grep -c 'not found: report.html has its tables without plots' "$TMP/NG/stderr")" 1
+is "no gnuplot: no SVG in the page" "$(grep -c '<svg' "$TMP/NG/report.html" || true)" 0
+has "no gnuplot: a note where the throughput plot would be" "$TMP/NG/report.html" 'data-plot="throughput"><p>(plot not drawn: no gnuplot on this host)'
+has "no gnuplot: the figures are still there" "$TMP/NG/report.html" 'Fixture CPU &lt;&amp;&gt; &quot;quoted&quot;'
+
 # ---- a sweep batch (fixture S): latency and CPU against offered load, knees, every step ----
 cp -r "$FIX/S" "$TMP/S"
 ok "report.sh renders fixture S (a rate sweep)" "$ROOT/runner/report.sh" "$TMP/S"

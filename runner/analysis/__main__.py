@@ -94,6 +94,8 @@ USAGE = """usage: python3 -m analysis COMMAND ARGS   (with runner/ on PYTHONPATH
   verify URL MIX_FILE --bearer=TOKEN --seed-users=N [--json=FILE]
                                  check the server at URL against CONTRACT.md for the
                                  scenario of MIX_FILE (verify.py); exit 1 when a case fails
+  campaign [OPTIONS] OUT         the many-core campaign (scripts/campaign.sh is the wrapper;
+                                 campaign.py; --help for its options)
 Definitions are read from servers/ and SERVER_DEFS; a bad definition or selection exits 2."""
 
 
@@ -439,6 +441,9 @@ def main(argv):
             from . import rejudge
             for line in rejudge.lines(args[0]):
                 print(line)
+        elif cmd == "campaign":
+            from . import campaign
+            return campaign.main(args)
         elif cmd == "headline" and len(args) == 1:
             with open(os.path.join(args[0], "index.json"), encoding="utf-8") as fh:
                 v = json.load(fh)["verdict"]

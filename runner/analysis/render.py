@@ -8,6 +8,7 @@ import html
 import math
 import os
 import re
+import shutil
 import subprocess
 
 from .rules import is_num
@@ -118,9 +119,18 @@ def read_histogram(path):
     return points
 
 
+def gnuplot_missing():
+    """True when there is no gnuplot ($GNUPLOT, default gnuplot) on PATH: the report then
+    has its tables without plots (a bundle on a borrowed host; report.sh says so once)."""
+    return shutil.which(os.environ.get("GNUPLOT", "gnuplot")) is None
+
+
 def gnuplot(script, variables, work):
     """Runs runner/plots/SCRIPT with VARIABLES (name -> number or safe string); returns
-    the SVG text. Raises RuntimeError with gnuplot's stderr on failure."""
+    the SVG text, or None when gnuplot is missing (gnuplot_missing; Svgs.inline then puts a
+    note where the plot would be). Raises RuntimeError with gnuplot's stderr on failure."""
+    if gnuplot_missing():
+        return None
     out = os.path.join(work, f"plot{len(os.listdir(work))}.svg")
     assigns = [f"out='{out}'", f"plotsdir='{PLOTS_DIR}'"]
     for name, value in variables.items():
@@ -145,6 +155,8 @@ class Svgs:
         self.count = 0
 
     def inline(self, svg, name):
+        if svg is None:   # no gnuplot here (render.gnuplot)
+            return f'<figure class="plot" data-plot="{esc(name)}"><p>(plot not drawn: no gnuplot on this host)</p></figure>'
         self.count += 1
         prefix = f"p{self.count}-"
         svg = svg[svg.index("<svg"):]
