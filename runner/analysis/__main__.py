@@ -32,6 +32,9 @@ USAGE = """usage: python3 -m analysis COMMAND ARGS   (with runner/ on PYTHONPATH
                                  that need it and the rounds it answers), or null
                                  (rounds.py: the re-run rule)
   headline BATCH_DIR             the verdict word and headline of index.json, one line
+  full-note PATH                 "the file system of PATH is full: N KB free of M KB" when
+                                 under 1 MiB is free there, else nothing (the cause of a
+                                 failed write; atomic.py); always exit 0
   sweep-base BATCH_DIR SCENARIO  the sweep's 100%: the slowest server's median saturation
                                  over its probes, req/s (exit 1 when a server has none)
   sweep-rates BASE_RPS           the default sweep rates, 10% .. 120% of BASE_RPS, req/s,
@@ -333,6 +336,11 @@ def main(argv):
         elif cmd == "verify":
             from . import verify
             return verify.main(args)
+        elif cmd == "full-note" and len(args) == 1:
+            from . import atomic
+            note = atomic.full_note(os.path.abspath(args[0]))
+            if note:
+                print(note)
         elif cmd == "headline" and len(args) == 1:
             with open(os.path.join(args[0], "index.json"), encoding="utf-8") as fh:
                 v = json.load(fh)["verdict"]

@@ -9,7 +9,7 @@ import datetime
 import json
 import os
 
-from . import batch, rules, scaling, stats, sweep, threads, verdict
+from . import atomic, batch, rules, scaling, stats, sweep, threads, verdict
 from .fmt import LOADGEN_MARK, STATIONARY_MARK, known, num, pct, plural, with_unit
 from .rules import is_num
 
@@ -469,11 +469,9 @@ def render_markdown(index):
 
 
 def write(batch_dir, target=None):
-    """Writes BATCH_DIR/index.json and summary.md; returns the index."""
+    """Writes BATCH_DIR/index.json and summary.md, both whole or neither (atomic.write_all:
+    on an error neither file is left, not even an older one); returns the index."""
     index = build_index(batch_dir, target)
-    for name, text in (("index.json", json.dumps(index, indent=1) + "\n"), ("summary.md", render_markdown(index))):
-        tmp = os.path.join(batch_dir, name + ".tmp")
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, os.path.join(batch_dir, name))
+    atomic.write_all([(os.path.join(batch_dir, "index.json"), json.dumps(index, indent=1) + "\n"),
+                      (os.path.join(batch_dir, "summary.md"), render_markdown(index))])
     return index
