@@ -156,7 +156,7 @@ check-tsan:
 # speed-shaped behaviour or only the Python analysis, and are left to the normal build).
 check-asan:
 	@$(MAKE) --no-print-directory SANITIZER=address all
-	@BUILD=build-address TEST_SKIP="it_runner it_loadgen test_loadgen it_sweep it_distributed it_report it_servers it_cores it_reruns it_cli test_analysis test_sweep test_verdict test_scaling test_cpuplan test_threads test_rounds test_stationary test_stats test_servers test_verify" tests/run.sh
+	@BUILD=build-address TEST_SKIP="it_runner it_loadgen it_sweep it_distributed it_report it_servers it_cores it_reruns it_cli test_analysis test_sweep test_verdict test_scaling test_cpuplan test_threads test_rounds test_stationary test_stats test_servers test_verify" tests/run.sh
 
 clean:
 	rm -rf build build-address build-undefined build-thread
