@@ -119,7 +119,9 @@ jqok "rounds-status: 2 valid probe or equal-load pairs (an interval)" \
 jqfile "index.json: s4 decided on an interval of at least 2 valid pairs (never INCONCLUSIVE for want of pairs)" \
     "$batch/index.json" '[.comparisons[] | select(.scenario == "s4")] | length == 1 and all(.[];
         .basis != null and .pairs_used >= 2 and (.ci_low | type) == "number" and (.ci_high | type) == "number"
-        and .ci_low <= .ratio and .ratio <= .ci_high and (.verdict | IN("PASS", "FAIL", "INCONCLUSIVE")))'
+        and .ci_low <= .ratio and .ratio <= .ci_high
+        and (if .verdict == "PASS" then .ci_low >= .target_ratio elif .verdict == "FAIL" then .ci_high < .target_ratio
+            elif .verdict == "INCONCLUSIVE" then (.reasons | length) > 0 else false end))'
 jq -r '.comparisons[] | "# s4: \(.verdict) on \(.basis), \(.ratio) (\(.ci_low)-\(.ci_high)), \(.pairs_used) of \(.pairs_total) pairs"' \
     "$batch/index.json" 2>/dev/null || true
 jqfile "index.json: the re-run probes are among the batch's probes, the re-run listed with why" "$batch/index.json" \
