@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """test_atomic.py: unit tests of runner/analysis/atomic.py (TAP): outputs written whole or
-not at all (a failed write leaves neither the new file, nor the old one, nor a .tmp), the
-pair index.json + summary.md together, result.json through result.write, and the full-disk
-note (a 40 KB tmpfs when root; skipped, counted, otherwise). Writes only to a temporary folder.
-"""
+not at all (a failed write leaves neither the new pair index.json + summary.md nor the old
+one, nor a .tmp), the full-disk note (a 40 KB tmpfs when root; a counted skip otherwise), and
+the failure summary.py gives a run that started but left no result.json.
+Writes only to a temporary folder."""
 import os
 import shutil
 import subprocess
@@ -15,7 +15,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "runner"))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
-from analysis import atomic  # noqa: E402
+from analysis import atomic, summary  # noqa: E402
 import tap_unittest  # noqa: E402
 
 
@@ -70,6 +70,19 @@ class TestWriteAll(unittest.TestCase):
             self.assertEqual(os.listdir(mnt), [], "the old file or the .tmp was left")
         finally:
             subprocess.run(["umount", mnt])
+
+
+class TestNoResult(unittest.TestCase):
+    def test_a_started_run_without_result_is_told_from_one_never_started(self):
+        tmp = tempfile.mkdtemp()
+        try:
+            os.mkdir(os.path.join(tmp, "actor-mem-s1"))
+            self.assertEqual(summary._no_result(tmp, "actor-mem-s1"),
+                             "no result.json (the run started but did not write it: see its runner.log)")
+            self.assertEqual(summary._no_result(tmp, "async-mem-s1"),
+                             "no result.json (runner.sh did not start the run)")
+        finally:
+            shutil.rmtree(tmp)
 
 
 if __name__ == "__main__":

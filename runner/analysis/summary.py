@@ -151,7 +151,7 @@ def build_index(batch_dir, target=None, generated=None):
     sat = b.of_kind("saturation")
     probes = [r for r in b.of_kind("probe") if not batch.is_scaling_run(r)]
     eq = b.of_kind("equal-load")
-    failures = [{"run": f"{name}-{g['scenario']}", "failure": "no result.json (runner.sh did not start the run)"}
+    failures = [{"run": f"{name}-{g['scenario']}", "failure": _no_result(batch_dir, f"{name}-{g['scenario']}")}
                 for g in b.groups for name in g["servers"] if b.saturation_run(name, g["scenario"]) is None]
     failures += [{"run": r.get("run"), "failure": r["failure"]} for r in runs if r.get("failure")]
     first = next((r for r in sat + runs if not r.get("failure")), runs[0] if runs else None)
@@ -466,6 +466,14 @@ def render_markdown(index):
         w("")
         w(f"Verdict in full: {v['overall']}: {v['reason']}.")
     return "\n".join(out) + "\n"
+
+
+def _no_result(batch_dir, run):
+    """The failure of a planned RUN without a result.json: never started, or started and
+    unable to write it (a full disk: its runner.log or run_all.log says why)."""
+    if os.path.isdir(os.path.join(batch_dir, run)):
+        return "no result.json (the run started but did not write it: see its runner.log)"
+    return "no result.json (runner.sh did not start the run)"
 
 
 def write(batch_dir, target=None):
