@@ -24,7 +24,9 @@ usage() {
     cat <<USAGE
 usage: tests/run.sh [--unit-only] [--it-only] [--help]
 Runs unit tests ($BUILD/tests/test_*, tests/test_*.py) and integration tests (tests/it_*).
-Environment: BUILD ($BUILD), TEST_TIMEOUT ($TEST_TIMEOUT s), TEST_FILTER, TEST_SKIP, LOG_DIR.
+Environment: BUILD ($BUILD), TEST_TIMEOUT ($TEST_TIMEOUT s), TEST_FILTER (a substring of the
+programs to run; one that selects none exits 2), TEST_SKIP (substrings of programs left out,
+each counted as one skipped line), LOG_DIR.
 USAGE
 }
 
