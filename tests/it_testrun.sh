@@ -44,9 +44,9 @@ fake emptyplan '1..0'
 harness fake_good
 is "a program whose plan matches: passed" "$rc $out" "0 2 passed, 0 failed"
 harness fake_skipline
-is "ok and not ok lines with # SKIP: skipped, not passed or failed" "$rc $out" "0 1 passed, 0 failed, 2 skipped"
+is "ok and not ok lines with a SKIP directive: skipped, not passed or failed" "$rc $out" "0 1 passed, 0 failed, 2 skipped"
 harness fake_skipplan
-is "a plan '1..0 # SKIP reason' counts one skipped line" "$rc $out" "0 0 passed, 0 failed, 1 skipped"
+is "a plan 1..0 with a SKIP directive counts one skipped line" "$rc $out" "0 0 passed, 0 failed, 1 skipped"
 harness fake_good TEST_SKIP=good
 is "a program left out by TEST_SKIP counts one skipped line" "$rc $out" "0 0 passed, 0 failed, 1 skipped"
 ok "the TEST_SKIP line names the pattern" grep -q 'test_fake_good.*TEST_SKIP good' <<<"$errs"
@@ -89,7 +89,7 @@ tap_unittest.main(__name__)
 PY
 urc=0
 python3 "$TMP/unit_fake.py" "$ROOT/tests" >"$TMP/unit.out" 2>/dev/null || urc=$?
-ok "tap_unittest: a skipped case prints 'ok N - name # SKIP reason'" \
+ok "tap_unittest: a skipped case prints ok N - name, a SKIP directive and the reason" \
     grep -qE '^ok [0-9]+ - T\.test_skipped # SKIP no gnuplot here$' "$TMP/unit.out"
 ok "tap_unittest: an expectedFailure case is not ok" grep -qE '^not ok [0-9]+ - T\.test_expected' "$TMP/unit.out"
 is "tap_unittest: the plan counts every line" "$(grep -c '^\(not \)\?ok ' "$TMP/unit.out") $(tail -n 1 "$TMP/unit.out")" "3 1..3"
