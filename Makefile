@@ -1,7 +1,8 @@
 # One Makefile: everything builds into build/. make never installs anything: the README's
 # commands (./test.sh, ./run_all.sh) install what they need first (scripts/deps.sh).
 #   make            all binaries (servers, loadgen, tests, test helpers)
-#   make deps       install the missing build packages (scripts/deps.sh build; sudo when not root)
+#   make deps       install the missing build packages (scripts/deps.sh build; sudo when not root);
+#                   any other goal names the missing ones and stops, when one is missing
 #   make test       build, then run every test (tests/run.sh)
 #   make bench-build  build every bench program (CI builds them, so none is left broken)
 #   make check-tsan actor runtime tests, it_actor.py and the contract suite at --threads 4
@@ -45,6 +46,27 @@ DEPFLAGS = -MMD -MP
 GIT_COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null)
 ifneq ($(GIT_COMMIT),)
 GIT_COMMIT := $(GIT_COMMIT)$(shell git diff --quiet HEAD -- 2>/dev/null || echo -dirty)
+endif
+
+# The build's packages, checked when make starts (one pkg-config call and two file names
+# when all is there): a missing one is named, with its Debian package and `make deps`,
+# instead of a compiler error about its first header. Not for deps, clean or fuzz*.
+DEB_libuv := libuv1-dev
+DEB_ck := libck-dev
+DEB_sqlite3 := libsqlite3-dev
+DEB_jansson := libjansson-dev
+DEB_cmocka := libcmocka-dev
+ifneq ($(filter-out deps clean fuzz fuzz-ci,$(or $(MAKECMDGOALS),all)),)
+ifneq ($(shell pkg-config --exists $(PKGS) cmocka 2>/dev/null && echo ok),ok)
+BUILD_MISSING := $(if $(shell pkg-config --version 2>/dev/null),,pkg-config) \
+    $(foreach m,$(PKGS) cmocka,$(if $(shell pkg-config --exists $(m) 2>/dev/null && echo ok),,$(DEB_$(m))))
+endif
+ifneq ($(words $(wildcard $(LLHTTP_INC)/llhttp.h $(LLHTTP_SRC)/api.c)),2)
+BUILD_MISSING += node-llhttp
+endif
+ifneq ($(strip $(BUILD_MISSING)),)
+$(error missing build packages: $(strip $(BUILD_MISSING)). Run `make deps` to install them (scripts/deps.sh build))
+endif
 endif
 
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)

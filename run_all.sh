@@ -21,6 +21,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 TARGET_RATIO="${TARGET_RATIO:-0.5}"     # PASS when candidate/baseline >= this on the deciding scenarios
 SAT_RATIO="${SAT_RATIO:-0.7}"           # passed through to runner.sh (and used for equal load)
 REPEATS="${REPEATS:-}"                  # planned rounds per scenario (full 3, quick 3, smoke 2)
+CALIBRATE_BASELINE="${CALIBRATE_BASELINE:-async-mem}" # --calibrate: this server against a copy of itself
 MIN_VALID_PAIRS="${MIN_VALID_PAIRS:-3}" # re-run disturbed rounds until this many valid pairs
 BUDGET="${BUDGET:-}"                    # as --budget
 SEED="${SEED:-}"                        # as --seed
@@ -41,7 +42,7 @@ usage() {
     cat <<USAGE
 usage: ./run_all.sh [--help] [--version] [--quick | --smoke] [--scenarios=s1,s2]
                     [--pair=CANDIDATE,BASELINE]... [--pairs=FILE] [--servers=a,b,c [--baseline=b]]
-                    [--repeats=N] [--seed=N] [--budget=DURATION] [--batch=ID] [--fail-on-verdict]
+                    [--repeats=N] [--seed=N] [--budget=DURATION] [--batch=ID] [--fail-on-verdict] [--calibrate]
                     [--sweep [--rates=R1,R2,...]] [--scaling=N1,N2,...] [--cpu-plan]
 Runs a comparison batch into results/<batch>/. Which servers run on which scenario, and
 which is compared with which (candidate / baseline, against TARGET_RATIO):
@@ -56,7 +57,8 @@ which is compared with which (candidate / baseline, against TARGET_RATIO):
   --servers=LIST     without --baseline: the default pairs limited to these servers
   --scenarios=LIST   only these scenarios (s1 s2 s3 s4)
 Per scenario: REPEATS rounds, in each every server of the scenario once, each on a fresh
-server, in a random order drawn from --seed (the same seed gives the same orders); round 1
+server, in a balanced order (ABBA: each server first in every other round) drawn from
+--seed (the same seed gives the same orders); round 1
 also sustains SAT_RATIO x each server's own saturation, rounds 2.. are probe-only runs
 (<server>-<scenario>-probeN); then every compared server at equal load (SAT_RATIO x the
 slowest median saturation, <server>-<scenario>-equal). A comparison with fewer than
@@ -69,13 +71,19 @@ pairs, more equal-load rounds (-equal2, ...), while the batch fits its --budget
   --smoke            a few seconds per run, 2 rounds, for tests: its figures and its
                      verdict are not results
   --repeats=N        planned rounds per scenario, 1..20 (default 3; smoke 2)
-  --seed=N           the seed of the rounds' orders, a whole number (default: from the
+  --seed=N           the seed of the rounds' base order, a whole number (default: from the
                      batch id); recorded in matrix.json, each run's place in its facts
   --budget=DURATION  the batch's wall time within which re-runs may be added, e.g. 900,
                      900s, 15m, 1h30m (default: the planned estimate and a third more; the
                      estimate is printed at the start); planned runs always run
   --batch=ID         batch id (default: UTC timestamp)
-  --fail-on-verdict  exit 3 when the overall verdict is FAIL, 4 when it is INCONCLUSIVE
+  --calibrate        A/A: CALIBRATE_BASELINE ($CALIBRATE_BASELINE) against a copy of itself
+                     (results/calibration/defs/NAME-b.toml) on s1,s2 (or --scenarios); its
+                     pair ratios are added to the host's noise floor, results/calibration/
+                     <host>.json (CALIBRATION=FILE: another), which later batches' intervals
+                     include (SPEC.md section 9). Run several, e.g. with --quick --repeats=6
+  --fail-on-verdict  exit 3 when the overall verdict is FAIL, 4 when it is INCONCLUSIVE,
+                     6 when it is N/A or INCOMPLETE
   --sweep            latency under load (SPEC.md section 14): after the probes of a scenario
                      (no sustain after them, no equal load unless EQUAL_LOAD=1), every server
                      at the same constant rates, each step a fresh server: 10%, 20%, ... 120%
@@ -108,7 +116,7 @@ Environment: TARGET_RATIO ($TARGET_RATIO) SAT_RATIO ($SAT_RATIO) REPEATS MIN_VAL
   WRK_THREADS BEARER ACTOR_WORKERS GROUP_COMMIT LOADGEN_TICK LOADGEN_HOSTS SERVER_ADDR
   AGENT_CPUS SSH_OPTS ...).
 Exit status: 0 all runs completed (whatever the verdict), 1 a run failed, 2 usage,
-3 verdict FAIL and 4 verdict INCONCLUSIVE with --fail-on-verdict.
+3 verdict FAIL, 4 verdict INCONCLUSIVE and 6 verdict N/A or INCOMPLETE with --fail-on-verdict.
 USAGE
 }
 
@@ -129,7 +137,7 @@ duration_s() {
     echo "$total"
 }
 
-mode=full mode_flag=() fail_on_verdict=0 opt_repeats="" sweep=0 have_rates=0 opt_rates="" scaling="" cpu_plan=0
+mode=full mode_flag=() fail_on_verdict=0 calibrate=0 opt_repeats="" sweep=0 have_rates=0 opt_rates="" scaling="" cpu_plan=0
 opt_scenarios="" opt_servers="" opt_baseline="" opt_pairs_file="" opt_seed=$SEED opt_budget=$BUDGET
 opt_pairs=()
 have_scenarios=0 have_servers=0 have_baseline=0 have_pairs_file=0
@@ -148,7 +156,7 @@ while (( $# > 0 )); do
             fi
             # (an empty --rates is the sweep's own message: "the list is empty ...")
             [[ -n "$val" || "$opt" == --rates ]] || usage_error "$opt needs a value, got an empty one" ;;
-        -h|--help|--version|--quick|--smoke|--fail-on-verdict|--sweep|--cpu-plan)
+        -h|--help|--version|--quick|--smoke|--fail-on-verdict|--sweep|--cpu-plan|--calibrate)
             (( ! has_val )) || usage_error "$opt takes no value, got '$arg'" ;;
     esac
     case "$opt" in
@@ -171,6 +179,7 @@ while (( $# > 0 )); do
         --rates) opt_rates=$val have_rates=1 ;;
         --scaling) scaling=$val ;;
         --cpu-plan) cpu_plan=1 ;;
+        --calibrate) calibrate=1 ;;
         *) usage_error "unknown argument '$arg'" ;;
     esac
 done
@@ -185,6 +194,10 @@ fi
 # The options are read (a usage error so far needed nothing installed): now, before anything
 # is checked further or created, install what runs need when missing (python3, jq, ...).
 "$ROOT/scripts/deps.sh" run
+if (( calibrate )); then
+    (( ${#opt_pairs[@]} == 0 && ! have_pairs_file && ! have_servers && ! have_baseline && ! sweep )) ||
+        usage_error "--calibrate runs CALIBRATE_BASELINE against a copy of itself: it excludes --pair, --pairs, --servers, --baseline and --sweep"
+fi
 if [[ ! "$TARGET_RATIO" =~ ^([0-9]+(\.[0-9]*)?|\.[0-9]+)$ ]] || ! awk -v r="$TARGET_RATIO" 'BEGIN { exit !(r > 0) }'; then
     usage_error "TARGET_RATIO must be a decimal number > 0, got '$TARGET_RATIO'"
 fi
@@ -241,6 +254,15 @@ if (( sweep )); then
     fi
 fi
 
+if (( calibrate )); then
+    # A/A: the baseline against itself under a second name (SPEC.md section 9, "The noise floor")
+    cal_defs="$RESULTS_DIR/calibration/defs"
+    cal_twin=$(analysis calibrate-def "$CALIBRATE_BASELINE" "$cal_defs") ||
+        usage_error "--calibrate: no definition of CALIBRATE_BASELINE '$CALIBRATE_BASELINE'"
+    export SERVER_DEFS="$cal_defs${SERVER_DEFS:+:$SERVER_DEFS}"
+    opt_pairs=("$cal_twin,$CALIBRATE_BASELINE")
+    (( have_scenarios )) || opt_scenarios=s1,s2 have_scenarios=1
+fi
 # The matrix (runner/analysis/matrix.py): per scenario a group of servers and its comparisons.
 matrix_args=()
 for p in "${opt_pairs[@]}"; do matrix_args+=("--pair=$p"); done
@@ -390,6 +412,10 @@ printf '%s\n' "${runs[@]}" | jq -R -s --arg batch "$BATCH" --arg mode "$mode" --
      runs: [split("\n")[] | select(. != "") | split(" ") | {server: .[0], scenario: .[1]}],
      rounds: [], reruns: [], budget_stops: []}' \
     >"$batch_dir/matrix.json"
+if (( calibrate )); then
+    jq '.calibrate = true' "$batch_dir/matrix.json" >"$batch_dir/matrix.json.tmp" &&
+        mv -f "$batch_dir/matrix.json.tmp" "$batch_dir/matrix.json"
+fi
 # matrix_add KEY JSON: appends JSON to the array KEY of matrix.json.
 matrix_add() {
     jq --argjson v "$2" ".$1 += [\$v]" "$batch_dir/matrix.json" >"$batch_dir/matrix.json.tmp" &&
@@ -438,10 +464,19 @@ run_one() {
     log_info "[$i/$n_total] $sv $sc${suffix:+ ($suffix)} ..."
     # (runner.sh's own result line goes to stderr with its progress: this script's stdout
     # holds only its last line, the batch and its verdict)
+    # the host's canary right before and after the run (canary.py: a slow host is flagged)
+    canary_before=$(analysis canary "${SERVER_CPUS:-}" "${LOADGEN_CPUS:-}" 2>/dev/null) || canary_before=null
     env "$@" "$ROOT/runner.sh" "$sv" "$sc" "${mode_flag[@]}" "--batch=$BATCH" >&2 &
     RUNNER_PID=$!
     wait "$RUNNER_PID" || rc=$?
     RUNNER_PID=""
+    canary_after=$(analysis canary "${SERVER_CPUS:-}" "${LOADGEN_CPUS:-}" 2>/dev/null) || canary_after=null
+    if [[ -f "$batch_dir/$sv-$sc$suffix/result.json" ]]; then
+        jq --argjson a "$canary_before" --argjson b "$canary_after" '.host_speed = {canary_before_us: $a.us,
+            canary_after_us: $b.us, canary_cpus: ($a.cpus // $b.cpus), method: "pipe round trip, median of 2000 (us)"}' \
+            "$batch_dir/$sv-$sc$suffix/result.json" >"$batch_dir/.hs.json" &&
+            mv -f "$batch_dir/.hs.json" "$batch_dir/$sv-$sc$suffix/result.json"
+    fi
     wall=$(calc "$(clock_s) - $t0")
     if (( rc == 0 )); then
         overhead_sum=$(calc "$overhead_sum + $wall - $windows") overhead_n=$((overhead_n + 1))
@@ -459,14 +494,11 @@ run_one() {
     return "$rc"
 }
 
-# shuffled SCENARIO KIND ROUND SERVER...: the servers in the round's random order, one line,
-# space-separated: a pure function of (seed, scenario, kind, round), so that a seed gives the
-# same orders again (Python's random.Random seeded with the text "seed/scenario/kind/round").
+# shuffled SCENARIO KIND ROUND SERVER...: the servers in the round's balanced order, one line,
+# space-separated: a base order drawn from (seed, scenario, kind), ABBA over the rounds
+# (analysis round-order, matrix.round_order; SPEC.md section 9), so a seed gives the same orders.
 shuffled() {
-    "${ANALYSIS_PYTHON:-python3}" -c 'import random, sys
-names = sys.argv[5:]
-random.Random("/".join(sys.argv[1:5])).shuffle(names)
-print(" ".join(names))' "$seed" "$@"
+    analysis round-order "$seed" "$@"
 }
 
 # run_round SCENARIO KIND ROUND RERUN SERVER...: one round: every SERVER once, in the round's
@@ -556,7 +588,7 @@ if (( EQUAL_LOAD == 1 )); then
 fi
 n_total=$(( ${#runs[@]} * repeats + n_eq + n_scaling ))
 rerun_rounds=0 rerun_runs=0
-log_info "batch $BATCH ($mode): ${#runs[@]} servers x scenarios, $repeats round(s) each in a random order (seed $seed), + $n_eq equal-load runs = $n_total runs$( (( sweep )) && echo ", + ${#runs[@]} sweeps of $n_steps steps") -> $batch_dir"
+log_info "batch $BATCH ($mode): ${#runs[@]} servers x scenarios, $repeats round(s) each in a balanced order (ABBA, seed $seed), + $n_eq equal-load runs = $n_total runs$( (( sweep )) && echo ", + ${#runs[@]} sweeps of $n_steps steps") -> $batch_dir"
 log_info "estimate: about $(( (estimate_s + 59) / 60 )) min ($estimate_s s: runs of their windows + ${overhead_s} s each$( (( sweep )) && echo ", sweep steps of ${sweep_warm}+${sweep_meas} s + ${SWEEP_STEP_OVERHEAD_S} s each"), ${FINAL_S} s for the summary and report); budget $budget_s s$( (( budget_default )) && echo " (the estimate and a third more)"): re-runs of disturbed rounds (up to $MIN_VALID_PAIRS valid pairs) only while the batch fits it"
 [[ "$mode" != smoke ]] || log_info "smoke run: checks the pipeline, too short to mean anything"
 failed=0
@@ -646,6 +678,10 @@ cat "$batch_dir/summary.md" >&2
 log_info "summary: $batch_dir/summary.md, index: $batch_dir/index.json, report: $batch_dir/report.html"
 [[ "$mode" != smoke ]] || log_info "smoke run: checks the pipeline, too short to mean anything; its verdict is not a result"
 (( ! failed )) || log_info "at least one run failed (see index.json .failures)"
+if (( calibrate )); then
+    cal_file=$(analysis calibrate-record "$batch_dir") || { log_info "calibrate-record failed"; exit 1; }
+    log_info "calibration: the A/A pair ratios added to the host's noise floor, $cal_file"
+fi
 IFS=$'\t' read -r overall headline < <(analysis headline "$batch_dir")
 log_info "verdict: $headline"
 n_stops=$(jq '.budget_stops | length' "$batch_dir/matrix.json")
@@ -661,6 +697,8 @@ if (( fail_on_verdict )); then
     case "$overall" in
         FAIL) exit 3 ;;
         INCONCLUSIVE) exit 4 ;;
+        PASS) ;;
+        *) exit 6 ;;   # N/A (nothing decided) or INCOMPLETE: not a pass either
     esac
 fi
 exit 0

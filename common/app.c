@@ -2,6 +2,7 @@
 #include "app.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "json.h"
@@ -58,13 +59,36 @@ enum app_next app_validate(struct request *req)
 }
 
 /* The status of a failed store call: 503 with Retry-After when it timed out waiting
- * for the store (a lock held elsewhere; retrying later can succeed), else 500. */
+ * for the store (a lock held elsewhere) or the disk had no space for the write: retrying
+ * later can succeed, the server is not broken. Else 500. */
 static uint16_t __attribute__((noinline)) store_failed(struct request *req, int rc)
 {
-    if (rc != -EBUSY)
+    if (rc != -EBUSY && rc != -ENOSPC)
         return 500;
     req->resp.flags |= RESP_RETRY_AFTER;
     return 503;
+}
+
+/* Notes a store call's result rc for n requests: refusals for lack of space are counted,
+ * and an episode of them is said on stderr at its first one and when a write (write
+ * set) succeeds again. Runs under the caller's exclusion (the store's owner). */
+static void __attribute__((noinline))
+store_note_space(struct app *app, int rc, unsigned n, int write)
+{
+    if (rc == -ENOSPC) {
+        counter_set(&app->store_full_rejections, counter_get(&app->store_full_rejections) + n);
+        if (!app->store_full) {
+            app->store_full = 1;
+            fprintf(stderr,
+                    "store: a write failed: %s (the database's filesystem is full); "
+                    "writes are answered 503 + Retry-After until one succeeds\n",
+                    strerror(ENOSPC));
+        }
+    } else if (rc == 0 && write && app->store_full) {
+        app->store_full = 0;
+        fprintf(stderr, "store: writes succeed again after %llu refused for lack of space\n",
+                (unsigned long long)counter_get(&app->store_full_rejections));
+    }
 }
 
 void app_store_exec(struct app *app, struct store *store, struct request *req)
@@ -82,6 +106,8 @@ void app_store_exec(struct app *app, struct store *store, struct request *req)
         rc = store_list(store, req->after, req->limit, req->users, &req->user_count,
                         &req->has_more);
         resp->status = rc == 0 ? 200 : store_failed(req, rc);
+        if (rc == -ENOSPC)
+            store_note_space(app, rc, 1, 0);
         break;
     case ROUTE_USER_CREATE:
         rc = store_create(store, req->user.name, req->user.name_len, req->user.email,
@@ -89,6 +115,8 @@ void app_store_exec(struct app *app, struct store *store, struct request *req)
         resp->status = rc == 0 ? 201 : store_failed(req, rc);
         if (rc == 0)
             counter_set(&app->store_users, store_count(store));
+        if (rc == 0 || rc == -ENOSPC)
+            store_note_space(app, rc, 1, 1);
         break;
     default:
         rc = -EINVAL;
@@ -115,6 +143,8 @@ void app_store_create_batch(struct app *app, struct store *store, struct request
     }
     if (rc == 0)
         counter_set(&app->store_users, store_count(store));
+    if (rc == 0 || rc == -ENOSPC)
+        store_note_space(app, rc, n, 1);
 }
 
 void app_render_body(struct app *app, struct request *req)
@@ -145,8 +175,8 @@ void app_render_body(struct app *app, struct request *req)
     case 404:
         response_error(resp, 404, "user not found");
         return;
-    case 503: /* the store timed out (Retry-After set by store_failed) */
-        response_error(resp, 503, "store busy");
+    case 503: /* the store timed out or is full (Retry-After set by store_failed) */
+        response_error(resp, 503, req->store_rc == -ENOSPC ? "store full" : "store busy");
         return;
     default:
         response_error(resp, resp->status, "internal error");

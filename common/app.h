@@ -21,6 +21,8 @@ struct app {
     size_t bearer_len;
     const struct metrics_registry *registry; /* for GET /metrics */
     uint64_t store_users;                    /* gauge, written by the store's owner */
+    uint64_t store_full_rejections;          /* counter: calls refused for lack of space */
+    uint8_t store_full;                      /* a full-disk episode is on (said on stderr) */
 };
 
 enum app_next {
@@ -40,13 +42,16 @@ enum app_next app_route(struct request *req);
 enum app_next app_validate(struct request *req);
 
 /* The store operation for a validated /users request: sets req->resp.status (200, 201,
- * 404; 503 with Retry-After when the store timed out waiting for a lock, store.h; 500)
- * and the results; updates app->store_users. Caller provides exclusion. */
+ * 404; 503 with Retry-After when the store timed out waiting for a lock or had no space
+ * for a write, store.h; 500) and the results; updates app->store_users. A full disk is
+ * counted (app->store_full_rejections) and said on stderr once per episode: at its first
+ * refusal, and when a write succeeds again. Caller provides exclusion. */
 void app_store_exec(struct app *app, struct store *store, struct request *req);
 
 /* Group commit: performs the validated POST /users requests reqs[0..n) in one store
  * transaction (store_create_batch): every one gets 201 with its new id, or, if the
- * commit failed, 503 + Retry-After (the store timed out) or 500. Caller provides exclusion. n <= STORE_BATCH_MAX. */
+ * commit failed, 503 + Retry-After (the store timed out, or no space: counted and said as
+ * in app_store_exec) or 500. Caller provides exclusion. n <= STORE_BATCH_MAX. */
 #define STORE_BATCH_MAX 64
 void app_store_create_batch(struct app *app, struct store *store, struct request **reqs,
                             unsigned n);

@@ -53,6 +53,8 @@ struct conn {
     uint8_t peer_eof;            /* the peer half-closed: answer what is in flight, then close */
     uint8_t failed;              /* input refused (parse error, read deadline): never read
                                     again except to discard during the linger */
+    uint8_t read_done;           /* a closing request was parsed: nothing after it is read,
+                                    even while it is still in flight */
     struct conn *prev, *next;    /* loop's connection list */
     struct conn *dirty_next;
 };
@@ -226,7 +228,7 @@ static void conn_after_write(struct conn *c)
  * pipeline cap, with the peer reading its responses, and its input not refused. */
 static int conn_can_read(const struct conn *c)
 {
-    return !c->closed && !c->close_after_flush && !c->peer_eof && !c->failed &&
+    return !c->closed && !c->close_after_flush && !c->read_done && !c->peer_eof && !c->failed &&
            c->inflight < c->loop->srv->cfg.max_pipeline && c->out.len < OUT_HIGH &&
            c->tcp.write_queue_size < OUT_HIGH;
 }
@@ -410,7 +412,11 @@ static void conn_feed(struct conn *c, const char *data, size_t len)
                   c->parser.error_reason ? c->parser.error_reason : "malformed request");
         return;
     }
-    if (rc == 1 && !c->close_after_flush && !c->closed && !c->peer_eof) {
+    if (rc == 1 && c->read_done && !c->closed) {
+        /* a closing request was handed over: what came after it is never parsed */
+        buf_reset_shrink(&c->pending_in, PENDING_KEEP);
+        conn_pause(c);
+    } else if (rc == 1 && !c->close_after_flush && !c->closed && !c->peer_eof) {
         /* paused (pipeline cap or unread output): keep the rest, stop reading */
         if (used < len) {
             if (c->pending_in.len > 0 && data >= c->pending_in.data &&
@@ -459,16 +465,22 @@ static struct request *parser_begin(void *ctx)
     return request_pool_get(&c->loop->pool);
 }
 
+/* Hands req over. Everything this needs of req is read before on_request: from then on
+ * the request belongs to the server (the async server answers it at once and returns it
+ * to the pool, which may free it), and nobody here touches it again. */
 static int parser_complete(void *ctx, struct request *req)
 {
     struct conn *c = ctx;
     struct server_loop *l = c->loop;
     conn_enqueue(c, req);
-    if (!req->keep_alive || l->stopping)
+    if (!req->keep_alive || l->stopping) {
         req->close = CLOSE_AFTER;
+        c->read_done = 1; /* nothing after a closing request is read, even while it is in
+                             flight (an answer ahead of it must not resume reading) */
+    }
     l->srv->hooks->on_request(l, req, l->srv->ctx);
-    if (c->close_after_flush || c->closed || req->close == CLOSE_AFTER)
-        return 1; /* nothing after a closing request is read */
+    if (c->close_after_flush || c->closed || c->read_done)
+        return 1;
     return !conn_can_read(c);
 }
 

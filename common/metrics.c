@@ -133,6 +133,10 @@ void metrics_render(const struct metrics_registry *reg, struct buf *out)
     if (reg->store_users != NULL)
         emit_single(out, "store_users", "gauge", "Users in the store.",
                     (long long)counter_get(reg->store_users));
+    if (reg->store_full_rejections != NULL)
+        emit_single(out, "store_full_rejections_total", "counter",
+                    "Store calls answered 503 because the database's filesystem had no space.",
+                    (long long)counter_get(reg->store_full_rejections));
     if (reg->extra != NULL)
         reg->extra(out, reg->extra_ctx);
 }

@@ -42,6 +42,7 @@ struct metrics_registry {
     struct metrics **threads;
     unsigned count;
     const uint64_t *store_users; /* gauge written with relaxed stores by the store owner */
+    const uint64_t *store_full_rejections; /* counter, the same */
     /* Appends architecture-specific lines (actor mailboxes); may be NULL. */
     void (*extra)(struct buf *out, void *ctx);
     void *extra_ctx;

@@ -222,6 +222,7 @@ int serve_main(int argc, char **argv, const struct serve_arch *arch)
     for (unsigned i = 0; i < n; i++)
         ctx->registry.threads[i] = server_loop_metrics(server_loop_at(ctx->srv, i));
     ctx->registry.store_users = &ctx->app.store_users;
+    ctx->registry.store_full_rejections = &ctx->app.store_full_rejections;
 
     /* acquire: the architecture */
     int arch_rc = arch->init != NULL ? arch->init(ctx) : 0;

@@ -64,14 +64,15 @@ int store_list(struct store *s, uint64_t after, unsigned limit, struct user *out
 
 /* Creates a user with the given (already validated) name and email; on 0, *out holds the
  * stored user with its new id and the write is durable per the store's promise (sqlite:
- * COMMIT done). -EBUSY (lock wait timed out) or -EIO on failure (nothing stored). */
+ * COMMIT done). -EBUSY (lock wait timed out), -ENOSPC (no space on the database's
+ * filesystem: a later call succeeds once there is) or -EIO on failure (nothing stored). */
 int store_create(struct store *s, const char *name, size_t name_len, const char *email,
                  size_t email_len, struct user *out);
 
 /* Creates up to n users in one transaction (sqlite: one BEGIN IMMEDIATE .. COMMIT):
  * all or nothing. in[i].name/email are inputs; ids are assigned into in[i].id.
- * Returns 0 (all committed), -EBUSY or -EIO (none stored). Used by the actor store for group
- * commit; store_create is store_create_batch with n = 1. */
+ * Returns 0 (all committed), -EBUSY, -ENOSPC or -EIO (none stored). Used by the actor store for
+ * group commit; store_create is store_create_batch with n = 1. */
 int store_create_batch(struct store *s, struct user *in, size_t n);
 
 uint64_t store_count(struct store *s); /* number of users */

@@ -82,11 +82,22 @@ static int call_end(struct sqlite_store *q, int r)
     return r;
 }
 
-/* A failed SQLite result as a store error: a lock not obtained is -EBUSY, the rest -EIO. */
-static int sql_error(int rc)
+/* A failed SQLite result of a statement on db as a store error: a lock not obtained is
+ * -EBUSY, no space for the write (SQLITE_FULL, or an I/O error whose errno is ENOSPC or
+ * EDQUOT) -ENOSPC, the rest -EIO. */
+static int sql_error(sqlite3 *db, int rc)
 {
     int primary = rc & 0xff;
-    return primary == SQLITE_BUSY || primary == SQLITE_LOCKED ? -EBUSY : -EIO;
+    if (primary == SQLITE_BUSY || primary == SQLITE_LOCKED)
+        return -EBUSY;
+    if (primary == SQLITE_FULL)
+        return -ENOSPC;
+    if (primary == SQLITE_IOERR) {
+        int e = sqlite3_system_errno(db);
+        if (e == ENOSPC || e == EDQUOT)
+            return -ENOSPC;
+    }
+    return -EIO;
 }
 
 static int fail(char *err, size_t errlen, const char *path, const char *what, sqlite3 *db)
@@ -98,12 +109,12 @@ static int fail(char *err, size_t errlen, const char *path, const char *what, sq
 }
 
 /* Runs one statement to completion (reset afterwards): SQLITE_DONE/ROW -> 0, else
- * -EBUSY (a lock not obtained) or -EIO. */
+ * -EBUSY (a lock not obtained), -ENOSPC (no space) or -EIO. */
 static int step_once(sqlite3_stmt *st)
 {
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
-    return (rc == SQLITE_DONE || rc == SQLITE_ROW) ? 0 : sql_error(rc);
+    return (rc == SQLITE_DONE || rc == SQLITE_ROW) ? 0 : sql_error(sqlite3_db_handle(st), rc);
 }
 
 /* Reads a column of text into dst (cap bytes + NUL); -EIO when it does not fit. */
@@ -284,7 +295,7 @@ static int sqlite_get(struct store *s, uint64_t id, struct user *out)
         out->id = id;
         r = row_to_user(q->get, 0, out);
     } else {
-        r = rc == SQLITE_DONE ? -ENOENT : sql_error(rc);
+        r = rc == SQLITE_DONE ? -ENOENT : sql_error(q->db, rc);
     }
     sqlite3_reset(q->get);
     return call_end(q, r);
@@ -312,7 +323,7 @@ static int sqlite_list(struct store *s, uint64_t after, unsigned limit, struct u
         n++;
     }
     if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-        r = sql_error(rc);
+        r = sql_error(q->db, rc);
     sqlite3_reset(q->list);
     *count = r == 0 ? n : 0;
     if (r != 0)
@@ -335,7 +346,7 @@ static int sqlite_create_batch(struct store *s, struct user *in, size_t n)
         sqlite3_reset(q->insert);
         sqlite3_clear_bindings(q->insert);
         if (rc != SQLITE_DONE) {
-            r = sql_error(rc);
+            r = sql_error(q->db, rc);
             goto rollback;
         }
         in[i].id = (uint64_t)sqlite3_last_insert_rowid(q->db);

@@ -94,10 +94,13 @@ server_log_error() {
     printf '%s\n' "${line:-(server.log is empty)}" | cut -c1-300
 }
 
-# metrics_scrape URL FILE: GETs URL/metrics into FILE. Returns non-zero on failure
-# or a non-200 answer.
+# metrics_scrape URL FILE: GETs URL/metrics into FILE, at most 4 MiB (a benchmarked
+# server's answer is not trusted for size: curl refuses a larger Content-Length, the file
+# size limit stops any other). Returns non-zero on failure, a non-200 answer or a larger
+# body (said on stderr).
 metrics_scrape() {
-    local code
-    code=$(curl -sS -o "$2" -w '%{http_code}' --max-time 5 "$1/metrics") || return 1
-    [[ "$code" == 200 ]]
+    local code rc=0
+    code=$(ulimit -f 4096; exec curl -sS -o "$2" -w '%{http_code}' --max-time 5 --max-filesize 4194304 "$1/metrics") || rc=$?
+    (( rc != 63 && rc != 128 + 25 )) || echo "runner: $1/metrics sent more than 4 MiB: refused" >&2
+    (( rc == 0 )) && [[ "$code" == 200 ]]
 }

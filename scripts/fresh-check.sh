@@ -14,6 +14,8 @@ FRESH_USER_ULIMIT="${FRESH_USER_ULIMIT:--n 1024}"    # the user's `ulimit` argum
 FRESH_TIMEOUT="${FRESH_TIMEOUT:-5400}"               # seconds per command (a prompt would hang)
 MAIN_ARGS="${MAIN_ARGS:-}"                           # run_all.sh's arguments instead of the README's
 SOURCE="${SOURCE:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"  # the repository under test (its HEAD)
+# shellcheck source=scripts/private-dir.sh
+source "$(dirname "${BASH_SOURCE[0]}")/private-dir.sh"
 
 usage() {
     cat <<USAGE
@@ -35,7 +37,9 @@ each case in a root of its own, built with debootstrap (minbase) + git (+ sudo).
 Environment: FRESH_DIR ($FRESH_DIR) FRESH_SUITE ($FRESH_SUITE) FRESH_MIRROR
   ($FRESH_MIRROR) FRESH_BASE_CACHE FRESH_USER_ULIMIT ($FRESH_USER_ULIMIT) FRESH_TIMEOUT
   ($FRESH_TIMEOUT s) MAIN_ARGS SOURCE. Logs: FRESH_DIR/logs/. Needs root, debootstrap
-  (installed with apt-get when missing) and about 2 GB free in FRESH_DIR.
+  (installed with apt-get when missing) and about 2 GB free in FRESH_DIR. FRESH_DIR is made
+  root's with mode 0700 when absent; one that exists must be root's with mode 0700, in
+  folders only root can change (else exit 3 before anything is done).
 Exit status: 0 every command exited 0, 1 a command failed, 2 usage, 3 setup failed.
 USAGE
 }
@@ -71,6 +75,9 @@ done
 [[ "$FRESH_TIMEOUT" =~ ^[1-9][0-9]*$ ]] || usage_error "FRESH_TIMEOUT must be a positive number of seconds"
 [[ $(id -u) -eq 0 ]] || die "needs root (debootstrap, chroot, mounts): run it with sudo"
 git -C "$SOURCE" rev-parse --verify -q HEAD >/dev/null || die "$SOURCE is not a git repository with a commit"
+# FRESH_DIR holds what root mounts, chroots into and runs: root's own, or nothing is done
+[[ "$FRESH_DIR" == /* ]] || FRESH_DIR="$PWD/$FRESH_DIR"
+private_dir_claim "$FRESH_DIR" || die "FRESH_DIR refused (made by root with mode 0700 when absent)"
 
 # ---- the README's two commands -------------------------------------------------------
 # The first sh block under the README heading that says "two commands", comments dropped.

@@ -10,7 +10,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from reliability_lib import (BEARER, Reader, Response, Server, Tap, connect, get,  # noqa: E402
-                             healthy, post, request, server_binaries)
+                             healthy, nofile_shortfall, post, request, server_binaries)
 
 MAX_BODY = 65536
 TOK = BEARER.encode()
@@ -495,6 +495,113 @@ def check_error_behind_inflight(tap, sname, path):
     tap.ok(not reports, "%s: no sanitizer reports (error stream)" % label, "\n".join(reports))
 
 
+POOL_KEEP = 1024  # requests a loop's pool keeps (POOL_KEEP in common/request.c)
+
+
+def check_pool_overflow(tap, sname, path):
+    """Issue 32: more requests complete on one loop than its pool keeps. 1,100 connections
+    each send a request but its last CRLF (each holds a request from the pool), then all
+    send the CRLF: the requests go back to the pool at once and those past POOL_KEEP are
+    freed. The old connection layer read a field of the request after handing it over
+    (freed memory: an AddressSanitizer build stopped after ~1,016 answers). Every one is
+    answered 200, and the server shows no sanitizer report."""
+    n = POOL_KEEP + 76
+    label = "%s/memory --threads 1" % sname
+    short = nofile_shortfall(n + 64, "%d connections" % n)
+    if short:
+        tap.skip("%s: %d requests completing at once, above the pool's %d" %
+                 (label, n, POOL_KEEP), short)
+        return
+    srv = Server(path, "memory", threads=1).start()
+    socks = []
+    try:
+        for _ in range(n):
+            s = connect(srv.port, timeout_s=10)
+            s.sendall(PING[:-2])
+            socks.append(s)
+        for s in socks:
+            s.sendall(b"\r\n")
+        answered, other = 0, []
+        for s in socks:
+            try:
+                resp = Reader(s).response()
+                if resp.status == 200:
+                    answered += 1
+                else:
+                    other.append(resp.status)
+            except (OSError, EOFError, ValueError) as e:
+                other.append(repr(e))
+        tap.ok(answered == n, "%s: %d requests completing at once, above the pool's %d: "
+               "all answered 200" % (label, n, POOL_KEEP),
+               "%d answered; others %r\n%s" % (answered, other[:5], "\n".join(srv.log[-10:])))
+    finally:
+        for s in socks:
+            s.close()
+        rc = srv.stop()
+    reports = srv.sanitizer_reports()
+    tap.ok(rc == 0 and not reports, "%s: SIGTERM exit 0, no sanitizer reports (pool overflow)" %
+           label, "rc=%s\n%s" % (rc, "\n".join(reports or srv.log[-10:])))
+
+
+def check_close_behind_inflight(tap, sname, path):
+    """Issue 32: a request pipelined behind `Connection: close` is never executed, even
+    while the closing request is still in flight. One send: GET /ping (answered at once by
+    the actor server: it never reaches the store), a POST with Connection: close (waits in
+    the store: another process holds the SQLite write lock), and a POST of a user named
+    behind-close. The ping's answer must not resume reading (the closing answer is not
+    rendered yet). After 0.5 s the lock goes: 200, 201 with Connection: close, FIN, and no behind-close user in the
+    database. The actor server runs its store on a worker (--workers 1) so that the
+    connection's loop is free meanwhile."""
+    import sqlite3
+    import time
+    label = "%s/sqlite" % sname
+    extra = ["--workers", "1"] if sname == "actor-server" else []
+    srv = Server(path, "sqlite", args=extra + ["--store-timeout-ms", "5000"]).start()
+    holder = sqlite3.connect(srv.db, isolation_level=None, timeout=5)
+    s = None
+    try:
+        holder.execute("BEGIN IMMEDIATE")
+        s = connect(srv.port, timeout_s=10)
+        s.sendall(PING +
+                  post(b'{"name":"closing","email":"c@example.com"}',
+                       extra=b"Connection: close\r\n") +
+                  post(b'{"name":"behind-close","email":"b@example.com"}'))
+        r = Reader(s)
+        time.sleep(0.5)  # the ping is answered (actor server); would the loop read on?
+        holder.execute("ROLLBACK")
+        statuses, how = [], None
+        try:
+            while True:
+                resp = r.response()
+                statuses.append(resp.status)
+                if resp.headers.get("connection", "").lower() == "close":
+                    break
+            how = r.closed(5)
+        except (OSError, EOFError, ValueError) as e:
+            how = repr(e)
+        s.close()
+        s = None
+        time.sleep(0.2)  # a request wrongly read would be in the store by now
+        behind = holder.execute("SELECT COUNT(*) FROM users WHERE name = 'behind-close'"
+                                ).fetchone()[0]
+        closing = holder.execute("SELECT COUNT(*) FROM users WHERE name = 'closing'"
+                                 ).fetchone()[0]
+        tap.ok(statuses == [200, 201] and how == "eof",
+               "%s: ping, POST with Connection: close waiting on the store, POST behind it: "
+               "200, 201, then FIN" % label, "statuses %r, then %r" % (statuses, how))
+        tap.ok(behind == 0 and closing == 1,
+               "%s: the request pipelined behind Connection: close is never executed" % label,
+               "users named behind-close: %d, closing: %d" % (behind, closing))
+    finally:
+        if s is not None:
+            s.close()
+        holder.close()
+        rc = srv.stop()
+    reports = srv.sanitizer_reports()
+    tap.ok(rc == 0 and not reports, "%s: SIGTERM exit 0, no sanitizer reports "
+           "(close behind in-flight)" % label, "rc=%s\n%s" % (rc, "\n".join(reports)))
+
+
 def main():
     tap = Tap()
     only = os.environ.get("HOSTILE_FILTER", "")
@@ -526,6 +633,10 @@ def main():
             tap.ok(not reports, "%s: no sanitizer reports" % label, "\n".join(reports))
         if not only or only in "error behind in-flight":
             check_error_behind_inflight(tap, sname, path)
+        if not only or only in "close behind in-flight":
+            check_close_behind_inflight(tap, sname, path)
+        if not only or only in "pool overflow":
+            check_pool_overflow(tap, sname, path)
     tap.finish()
 
 

@@ -18,6 +18,12 @@ USAGE = """usage: python3 -m analysis COMMAND ARGS   (with runner/ on PYTHONPATH
   result-line RUN_DIR            the run's one-line result (runner.sh's last line on stdout)
   summarize BATCH_DIR [TARGET]   write BATCH_DIR/index.json and summary.md
   report BATCH_DIR WORK OUT      render report.html (runner/report.sh is the wrapper)
+  render BATCH_DIR WORK [--out=DIR] [--html=FILE] [--rejudge]
+                                 render report.html, and summary.md of a kept batch (no run
+                                 folders), from index.json alone into DIR (default BATCH_DIR);
+                                 --rejudge: by today's rules, index.json written too
+                                 (rerender.py; runner/report.sh is the wrapper); exit 2 when
+                                 BATCH_DIR has no index.json
   compare A_DIR B_DIR            compare two batches (runner/compare.sh is the wrapper)
   equal-rate BATCH_DIR SCENARIO SAT_RATIO
                                  the equal-load rate: SAT_RATIO x the slowest server's
@@ -35,6 +41,16 @@ USAGE = """usage: python3 -m analysis COMMAND ARGS   (with runner/ on PYTHONPATH
   full-note PATH                 "the file system of PATH is full: N KB free of M KB" when
                                  under 1 MiB is free there, else nothing (the cause of a
                                  failed write; atomic.py); always exit 0
+  round-order SEED SCENARIO KIND ROUND NAME...
+                                 the names in the round's balanced order (ABBA), one line
+  canary [SERVER_CPUS [LOADGEN_CPUS]]
+                                 the host's canary: a pipe round trip between a server CPU
+                                 and a load generator CPU, median in us, as JSON
+  calibrate-def NAME DIR         write DIR/NAME-b.toml, server NAME under a second name
+  calibrate-record BATCH_DIR     add an A/A batch's pair ratios to the host's noise floor
+                                 (results/calibration/<host>.json, or $CALIBRATION); prints it
+  rejudge BATCH_DIR              judge a batch by today's rules (also a kept batch that has
+                                 only index.json); one line per comparison, then the verdict
   sweep-base BATCH_DIR SCENARIO  the sweep's 100%: the slowest server's median saturation
                                  over its probes, req/s (exit 1 when a server has none)
   sweep-rates BASE_RPS           the default sweep rates, 10% .. 120% of BASE_RPS, req/s,
@@ -260,6 +276,32 @@ def _cpu_plan(args):
     return 0
 
 
+def _render(args):
+    """analysis render BATCH_DIR WORK [--out=DIR] [--html=FILE] [--rejudge]: 0 written, 1 a
+    rendering failed, 2 usage or no index.json."""
+    from . import rerender
+    opts = {"out_dir": None, "html_path": None, "rejudged": False}
+    for a in args[2:]:
+        key, eq, val = a.partition("=")
+        if a == "--rejudge":
+            opts["rejudged"] = True
+        elif eq and val and key in ("--out", "--html"):
+            opts["out_dir" if key == "--out" else "html_path"] = val
+        else:
+            print(f"analysis render: unknown argument '{a}'", file=sys.stderr)
+            return 2
+    try:
+        for path in rerender.write(args[0], args[1], **opts):
+            print(f"wrote {path}", file=sys.stderr)
+    except rerender.NotABatch as err:
+        print(f"analysis render: {err}", file=sys.stderr)
+        return 2
+    except RuntimeError as err:
+        print(f"analysis render: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def main(argv):
     if len(argv) < 2 or argv[1] in ("-h", "--help"):
         print(USAGE)
@@ -289,6 +331,8 @@ def main(argv):
         elif cmd == "report" and len(args) == 3:
             from . import report
             return report.main([argv[0]] + args)
+        elif cmd == "render" and len(args) >= 2:
+            return _render(args)
         elif cmd == "compare":
             from . import compare
             return compare.main([argv[0]] + args)
@@ -341,6 +385,28 @@ def main(argv):
             note = atomic.full_note(os.path.abspath(args[0]))
             if note:
                 print(note)
+        elif cmd == "round-order" and len(args) >= 5:
+            from . import matrix
+            print(" ".join(matrix.round_order(args[0], args[1], args[2], int(args[3]), args[4:])))
+        elif cmd == "canary" and len(args) <= 2:
+            from . import canary
+            a, b = canary.pick_cpus(*args)
+            print(json.dumps({"cpus": [a, b], "us": canary.measure(a, b)}))
+        elif cmd == "calibrate-def" and len(args) == 2:
+            from . import calibration, servers as sv
+            try:
+                print(calibration.write_twin(args[0], args[1]))
+            except sv.DefinitionError as err:
+                print(f"analysis calibrate-def: {err}", file=sys.stderr)
+                return 2
+        elif cmd == "calibrate-record" and len(args) == 1:
+            from . import calibration
+            path, _ = calibration.record(args[0])
+            print(path)
+        elif cmd == "rejudge" and len(args) == 1:
+            from . import rejudge
+            for line in rejudge.lines(args[0]):
+                print(line)
         elif cmd == "headline" and len(args) == 1:
             with open(os.path.join(args[0], "index.json"), encoding="utf-8") as fh:
                 v = json.load(fh)["verdict"]

@@ -12,7 +12,7 @@ import os
 import re
 import tomllib
 
-from . import rules
+from . import canary, rules
 from .rules import is_num
 
 
@@ -47,16 +47,17 @@ def normalize(run):
         qs = [rules.quiet(p, n_srv) for p in (probe, run if run.get("sustained_rps") is not None else None) if p]
         val["quiet"] = None if not qs or None in qs else all(qs)
     run = dict(run, validity=val)
-    if "problems" not in run:
-        problems = []
-        if run.get("failure"):
-            problems = [{"phase": None, "flag": "failed", "reason": run["failure"]}]
-        else:
-            if probe:
-                problems += [{"phase": "probe", "flag": f, "reason": w} for f, w in rules.probe_problems(run)]
-            if run.get("sustained_rps") is not None:
-                problems += [{"phase": "sustain", "flag": f, "reason": w} for f, w in rules.sustain_problems(run)]
-        run["problems"] = problems
+    # today's rules, even for a result that stored its own problems (issue 35 added the
+    # load generator's headroom and the host-slow canary)
+    problems = []
+    if run.get("failure"):
+        problems = [{"phase": None, "flag": "failed", "reason": run["failure"]}]
+    else:
+        if probe:
+            problems += [{"phase": "probe", "flag": f, "reason": w} for f, w in rules.probe_problems(run)]
+        if run.get("sustained_rps") is not None:
+            problems += [{"phase": "sustain", "flag": f, "reason": w} for f, w in rules.sustain_problems(run)]
+    run["problems"] = problems
     run["flags"] = rules.run_flags(run)
     return run
 
@@ -153,6 +154,15 @@ class Batch:
             doc["path"] = os.path.relpath(p, batch_dir)
             doc["dir"] = os.path.basename(os.path.dirname(p))
             self.runs.append(doc)
+        # the host-slow flag compares each run's canary with the batch's median (canary.py)
+        self.canary_median_us = canary.mark(self.runs)
+        if self.canary_median_us is not None:
+            for doc in self.runs:
+                if (doc.get("host_speed") or {}).get("slow") and "host slow" not in doc["flags"]:
+                    phase = "probe" if doc.get("probe") else "sustain"
+                    doc["problems"] = list(doc["problems"]) + [{"phase": phase, "flag": f, "reason": w}
+                                                                for f, w in rules.host_slow(doc)]
+                    doc["flags"] = doc["flags"] + ["host slow"]
         self.groups = groups_of(self.matrix, self.runs)
 
     def of_kind(self, kind):

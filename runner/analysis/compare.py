@@ -6,10 +6,11 @@ Reads only the two index.json files; called by runner/compare.sh through `python
 compare` (python3 stdlib only).
 """
 import json
+import math
 import os
 import sys
 
-from . import batch, rules
+from . import batch, rules, stats, verdict
 from .fmt import known
 from .rules import is_num
 
@@ -128,8 +129,16 @@ def main(argv):
             print(f"  {NOISE_ENV[cls]:<18} {NOISE_WHAT[cls]:<24} (default {value:g}% for smoke "
                   f"batches, {quick:g}% for quick and full)")
         return 0
-    if len(argv) != 3:
-        print("usage: compare.py A_DIR B_DIR", file=sys.stderr)
+    fmt_name, fail_on_verdict, dirs = "text", False, []
+    for a in argv[1:]:
+        if a.startswith("--format="):
+            fmt_name = a.split("=", 1)[1]
+        elif a == "--fail-on-verdict":
+            fail_on_verdict = True
+        else:
+            dirs.append(a)
+    if len(dirs) != 2 or fmt_name not in FORMATS:
+        print(f"usage: compare.py [--format={'|'.join(FORMATS)}] [--fail-on-verdict] A_DIR B_DIR", file=sys.stderr)
         return 2
     try:
         noise_thresholds()  # bad NOISE_* values are usage errors, whatever the batches
@@ -137,11 +146,22 @@ def main(argv):
         print(f"compare.sh: {err}", file=sys.stderr)
         return 2
     try:
-        ia, ra = load(argv[1])
-        ib, rb = load(argv[2])
+        ia, ra = load(dirs[0])
+        ib, rb = load(dirs[1])
     except (OSError, ValueError) as err:
         print(f"compare.sh: {err}", file=sys.stderr)
         return 1
+    changes = ratio_changes(ia, ib)
+    status = exit_status(changes, ia, ib, fail_on_verdict)
+    if fmt_name == "json":
+        print(json.dumps({"a": ia.get("batch"), "b": ib.get("batch"),
+                          "verdicts": {"a": (ia.get("verdict") or {}).get("overall"),
+                                       "b": (ib.get("verdict") or {}).get("overall")},
+                          "comparisons": changes, "exit_status": status}, indent=1))
+        return status
+    if fmt_name == "junit":
+        print(junit(changes, ia, ib, fail_on_verdict))
+        return status
     noise = noise_thresholds(ia.get("mode"), ib.get("mode"))
     print(describe("A", ia))
     print(describe("B", ib))
@@ -150,6 +170,10 @@ def main(argv):
               "windows of different lengths, the noise thresholds do not apply")
     if (ia.get("host") or {}).get("hostname") != (ib.get("host") or {}).get("hostname"):
         print("warning: different hosts: the figures are not comparable")
+    print("\n".join(changes_text(changes)))
+    print()
+    print("Run by run (B/A of each figure; the thresholds below are fixed, the comparisons above are "
+          "what a CI gate should read):")
     print("Ratio is B/A. Noise thresholds: " + ", ".join(f"{c} +/-{v:g}%" for c, v in noise.items())
           + " (runner/compare.sh --help).")
     names = list(ra) + [n for n in rb if n not in ra]
@@ -183,6 +207,134 @@ def main(argv):
         for r in rows:
             print("  " + "  ".join([r[0].ljust(widths[0]), r[1].rjust(widths[1]), r[2].rjust(widths[2]),
                                      r[3].rjust(widths[3]), r[4].ljust(widths[4]), r[5]]).rstrip())
+    return status
+
+
+
+
+# ---- the comparisons of two batches, for CI (issue 35; SPEC.md section 13) ------------------
+
+# Exit statuses of compare.sh beyond 0, 1 and 2.
+EXIT_REGRESSED = 5
+EXIT_VERDICT = 6
+FORMATS = ("text", "json", "junit")
+
+
+def _se_log(c):
+    """(standard error of the log ratio, degrees of freedom) of comparison C from its interval:
+    half its log width over the t quantile of its df (pairs - 1 when the batch did not record
+    it), or (None, None) without an interval."""
+    lo, hi, lvl = c.get("ci_low"), c.get("ci_high"), c.get("ci_level") or stats.CI_LEVEL
+    df = c.get("ci_df") or ((c.get("pairs_used") or 0) - 1)
+    if not (is_num(lo) and is_num(hi) and lo > 0 and hi >= lo and is_num(df) and df > 0):
+        return None, None
+    return (math.log(hi) - math.log(lo)) / (2 * stats.t_quantile(0.5 + lvl / 2, df)), df
+
+
+def ratio_change(ca, cb, level=stats.CI_LEVEL):
+    """The change of one comparison's ratio from batch A (CA) to batch B (CB): {change (B's ratio
+    / A's), low, high (its LEVEL interval: the two intervals' standard errors in log scale
+    added in quadrature, Welch-Satterthwaite degrees of freedom), verdict (IMPROVED when the
+    interval is above 1, REGRESSED when below, WITHIN NOISE when it holds 1, N/A when a batch
+    has no interval or the two were decided on different figures), why}. A higher ratio is
+    better (candidate / baseline of req/s or req/CPU-s)."""
+    out = {"change": None, "low": None, "high": None, "verdict": "N/A", "why": None}
+    if ca is None or cb is None:
+        out["why"] = f"only in {'B' if ca is None else 'A'}"
+        return out
+    if ca.get("basis") != cb.get("basis"):
+        out["why"] = (f"decided on different figures (A: {verdict.BASIS_NAME.get(ca.get('basis'), 'none')}, "
+                      f"B: {verdict.BASIS_NAME.get(cb.get('basis'), 'none')})")
+        return out
+    (sa, da), (sb, db) = _se_log(ca), _se_log(cb)
+    if sa is None or sb is None:
+        out["why"] = f"no interval in {'A' if sa is None else 'B'} ({(ca if sa is None else cb).get('verdict')})"
+        return out
+    d = math.log(cb["ratio"]) - math.log(ca["ratio"])
+    se = math.hypot(sa, sb)
+    df = se ** 4 / (sa ** 4 / da + sb ** 4 / db) if se > 0 else da + db
+    half = stats.t_quantile(0.5 + level / 2, df) * se
+    out.update(change=math.exp(d), low=math.exp(d - half), high=math.exp(d + half))
+    rng = f"{out['low']:.3f}-{out['high']:.3f}"
+    if out["low"] > 1:
+        out["verdict"], out["why"] = "IMPROVED", f"the ratio rose by {out['change'] - 1:+.1%}, interval {rng} above 1"
+    elif out["high"] < 1:
+        out["verdict"], out["why"] = "REGRESSED", f"the ratio fell by {out['change'] - 1:+.1%}, interval {rng} below 1"
+    else:
+        out["verdict"], out["why"] = "WITHIN NOISE", f"change {out['change'] - 1:+.1%}, interval {rng} holds 1"
+    return out
+
+
+def ratio_changes(ia, ib):
+    """Per comparison of either batch (scenario, candidate, baseline) its ratio_change, in A's
+    order then B's new ones: [{scenario, candidate, baseline, basis, a {ratio, ci_low, ci_high,
+    verdict}, b {...}, change, low, high, verdict, why}]."""
+    def key(c):
+        return c.get("scenario"), c.get("candidate"), c.get("baseline")
+    ca = {key(c): c for c in ia.get("comparisons") or []}
+    cb = {key(c): c for c in ib.get("comparisons") or []}
+    out = []
+    for k in list(ca) + [k for k in cb if k not in ca]:
+        a, b = ca.get(k), cb.get(k)
+        side = {n: None if c is None else {f: c.get(f) for f in ("ratio", "ci_low", "ci_high", "verdict", "basis")}
+                for n, c in (("a", a), ("b", b))}
+        out.append({"scenario": k[0], "candidate": k[1], "baseline": k[2],
+                    "basis": (b or a or {}).get("basis"), **side, **ratio_change(a, b)})
+    return out
+
+
+def _xml(text):
+    return (str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;"))
+
+
+def junit(changes, ia, ib, fail_on_verdict=False):
+    """JUnit XML: one testsuite, one testcase per comparison (classname the scenario, name the
+    pair and figure); REGRESSED is a failure, N/A skipped (a failure with FAIL_ON_VERDICT)."""
+    fails = sum(1 for c in changes if c["verdict"] == "REGRESSED" or (fail_on_verdict and c["verdict"] == "N/A"))
+    skips = sum(1 for c in changes if c["verdict"] == "N/A" and not fail_on_verdict)
+    lines = ['<?xml version="1.0" encoding="UTF-8"?>',
+             f'<testsuites name="compare" tests="{len(changes)}" failures="{fails}">',
+             f'  <testsuite name="{_xml(ia.get("batch"))} to {_xml(ib.get("batch"))}" tests="{len(changes)}" '
+             f'failures="{fails}" skipped="{skips}">']
+    for c in changes:
+        name = f"{c['candidate']}/{c['baseline']} {verdict.BASIS_NAME.get(c['basis'], 'ratio')}"
+        lines.append(f'    <testcase classname="{_xml(c["scenario"])}" name="{_xml(name)}">')
+        msg = _xml(f"{c['verdict']}: {c['why']}")
+        if c["verdict"] == "REGRESSED" or (fail_on_verdict and c["verdict"] == "N/A"):
+            lines.append(f'      <failure type="{c["verdict"]}" message="{msg}"/>')
+        elif c["verdict"] == "N/A":
+            lines.append(f'      <skipped message="{msg}"/>')
+        else:
+            lines.append(f"      <system-out>{msg}</system-out>")
+        lines.append("    </testcase>")
+    lines += ["  </testsuite>", "</testsuites>"]
+    return "\n".join(lines)
+
+
+def exit_status(changes, ia, ib, fail_on_verdict=False):
+    """EXIT_REGRESSED when a comparison REGRESSED; else, with FAIL_ON_VERDICT, EXIT_VERDICT when
+    a comparison is N/A or either batch's verdict is not PASS (FAIL, INCONCLUSIVE, INCOMPLETE,
+    N/A); else 0."""
+    if any(c["verdict"] == "REGRESSED" for c in changes):
+        return EXIT_REGRESSED
+    if fail_on_verdict:
+        words = [(i.get("verdict") or {}).get("overall") for i in (ia, ib)]
+        if any(c["verdict"] == "N/A" for c in changes) or any(w != "PASS" for w in words):
+            return EXIT_VERDICT
     return 0
 
 
+def changes_text(changes):
+    """The comparisons' lines for the text format."""
+    out = ["Comparisons (ratio candidate/baseline in A and in B, its change B/A with a 95% interval "
+           "from both batches):"]
+    if not changes:
+        out.append("  none in either batch (an index.json written before comparisons were recorded)")
+    for c in changes:
+        def side(s):
+            return "n/a" if not s or not is_num(s.get("ratio")) else (
+                f"{s['ratio']:.3f}" + (f" ({s['ci_low']:.3f}-{s['ci_high']:.3f})" if is_num(s.get("ci_low")) else ""))
+        out.append(f"  {c['scenario']} {c['candidate']}/{c['baseline']} on "
+                   f"{verdict.BASIS_NAME.get(c['basis'], 'no figure')}: A {side(c['a'])}, B {side(c['b'])}: "
+                   f"{c['verdict']} ({c['why']})")
+    return out

@@ -130,3 +130,48 @@ def build(defs, pairs=None, pairs_file=None, servers=None, baseline=None, scenar
                                      + "; ".join(f"{c} vs {b} on {','.join(s)}" for c, b, s in spec.pairs) + ")")
     groups.sort(key=lambda g: sv.SCENARIOS.index(g["scenario"]))
     return {"selection": selection, "baseline": baseline, "groups": groups}
+
+
+# ---- the order of a round (issue 35; SPEC.md section 9, "Order") -----------------------------
+
+def round_order(seed, scenario, kind, rnd, names):
+    """The order of NAMES in round RND (1-based) of SCENARIO's KIND rounds: a base order drawn
+    from (SEED, SCENARIO, KIND), rotated by one place each pair of rounds and reversed in every
+    second round, so that in each two rounds every pair of servers runs in both orders (two
+    servers: AB, BA, BA, AB, ... the ABBA design; three: ABC, CBA, BCA, ACB, CAB, BAC). With few rounds a
+    random draw leaves a server first in most of them (3 rounds: in 1 of 4 draws one server is
+    first in all three), and a host that drifts within a round then reads as a difference
+    between the servers; this order cancels a linear drift over each two rounds. Pure."""
+    import random
+    base = list(names)
+    random.Random(f"{seed}/{scenario}/{kind}").shuffle(base)
+    k = len(base)
+    if k < 2:
+        return base
+    r = rnd - 1
+    if k == 2:
+        # AB BA BA AB: ABBA, then BAAB (a drift that is not linear cancels too over four rounds)
+        return base[::-1] if r % 4 in (1, 2) else base
+    shift = (r // 2) % k
+    rot = base[shift:] + base[:shift]
+    return rot[::-1] if r % 2 else rot
+
+
+def order_balance(rounds, scenario, candidate, baseline, kind="probe", used=None):
+    """How often CANDIDATE ran before BASELINE in SCENARIO's KIND rounds (matrix.json's rounds:
+    [{scenario, kind, round, order}]), limited to the rounds in USED when given:
+    {"candidate_first", "baseline_first", "rounds", "balanced"}: balanced when the two counts
+    differ by at most one (None when no round recorded an order)."""
+    first = second = 0
+    for r in rounds or []:
+        if r.get("scenario") != scenario or r.get("kind") != kind or (used is not None and r.get("round") not in used):
+            continue
+        order = r.get("order") or []
+        if candidate in order and baseline in order:
+            if order.index(candidate) < order.index(baseline):
+                first += 1
+            else:
+                second += 1
+    n = first + second
+    return {"candidate_first": first, "baseline_first": second, "rounds": n,
+            "balanced": None if n == 0 else abs(first - second) <= 1}

@@ -80,26 +80,33 @@ def _handler(samples):
     return {}, 0.0
 
 
-def _cum(edges, e):
-    """Cumulative count at edge E of a sparse bucket list (step function)."""
-    best = None
-    for le in edges:
-        if le <= e and (best is None or le > best):
-            best = le
-    return edges[best] if best is not None else 0.0
+def _steps(edges, union):
+    """The cumulative counts of a sparse bucket list (a step function: at an edge it does
+    not list, the count of its largest listed edge below) at each edge of UNION, sorted
+    ascending. One pass over both: O(len(union) + len(edges)) after the sorts."""
+    own = sorted(edges)
+    out, i, cum = [], 0, 0.0
+    for e in union:
+        while i < len(own) and own[i] <= e:
+            cum = edges[own[i]]
+            i += 1
+        out.append(cum)
+    return out
 
 
 def handler_quantile_us(before, after, q):
     """The handler latency quantile Q (0..1) of the window between two scrapes, in us: the
     smallest edge whose count difference is >= Q x the window's requests (no interpolation).
-    None when the window handled nothing or only +Inf reaches Q."""
+    None when the window handled nothing or only +Inf reaches Q. O(n log n) in the number
+    of buckets (a server's /metrics is not trusted for size)."""
     e1, inf1 = _handler(before)
     e2, inf2 = _handler(after)
     d = inf2 - inf1
     if d <= 0:
         return None
-    for e in sorted(set(e1) | set(e2)):
-        if _cum(e2, e) - _cum(e1, e) >= q * d:
+    union = sorted(set(e1) | set(e2))
+    for e, c1, c2 in zip(union, _steps(e1, union), _steps(e2, union)):
+        if c2 - c1 >= q * d:
             # edges printed from seconds come back as 9.999999e-06 us: round to the ns
             v = round(e, 3)
             return int(v) if v == math.floor(v) else v

@@ -38,9 +38,11 @@ def _ms(v):
     return v / 1000 if rules.is_num(v) else None
 
 
-def render(batch_dir, work):
-    with open(os.path.join(batch_dir, "index.json"), encoding="utf-8") as fh:
-        index = json.load(fh, parse_constant=rules.json_null_constant)
+def render(batch_dir, work, index=None):
+    """The page of BATCH_DIR (INDEX, else its index.json); plots' files go to WORK."""
+    if index is None:
+        with open(os.path.join(batch_dir, "index.json"), encoding="utf-8") as fh:
+            index = json.load(fh, parse_constant=rules.json_null_constant)
     page = Page(index)
     svgs = Svgs()
     comps = index.get("comparisons") or []
@@ -198,8 +200,8 @@ def build_html(index, page, plots):
       f'{"<strong>(smoke run, not a result)</strong> " if index.get("smoke") else ""}'
       f'candidate / baseline against the target ratio {f("target_ratio", 2)}, with {esc(lvl)} confidence intervals.'
       f'<p class="headline">{esc(verdict.get("headline"))}</p>')
-    w("<table><tr><th>scenario</th><th>candidate vs baseline</th><th>compared on</th><th>candidate</th>"
-      f"<th>baseline</th><th>ratio</th><th>{esc(lvl)} CI</th><th>valid pairs</th><th>verdict</th><th>why</th></tr>")
+    w("<table><tr><th>scenario</th><th>candidate vs baseline</th><th>compared on</th>"
+      "<th>candidate, median of the counted pairs</th><th>baseline, median of the counted pairs</th><th>ratio</th><th>{esc(lvl)} CI</th><th>valid pairs</th><th>verdict</th><th>why</th></tr>")
     for i, c in enumerate(comps):
         k = f"comparisons/{i}"
         basis = c.get("basis")
@@ -231,13 +233,13 @@ def build_html(index, page, plots):
 
     # ---- throughput
     w('<h2 id="throughput">Throughput</h2>')
-    w('<p class="note">Closed-loop saturation throughput of each server (the median of its probes). The dashed '
+    w('<p class="note">Closed-loop saturation throughput of each server (the median of all its probes, valid or not; the verdict table above gives the median over the counted pairs). The dashed '
       'mark over each candidate bar is target ratio x baseline. Right: the verdict\'s ratio with its confidence '
       'interval (on the figure the verdict used: saturation req/s, or req/CPU-s at equal load when too few probe '
       'pairs were valid).</p>')
     w(f'<div class="grid">{plots.get("throughput", "")}{plots.get("ratio", "")}</div>')
-    w("<table><tr><th>scenario</th><th>candidate vs baseline</th><th>candidate saturation (median of its probes)</th>"
-      "<th>baseline saturation (median of its probes)</th><th>ratio of the valid pairs (the verdict's, "
+    w("<table><tr><th>scenario</th><th>candidate vs baseline</th><th>candidate req/s, median of all its probes</th>"
+      "<th>baseline req/s, median of all its probes</th><th>ratio of the valid pairs (the verdict's, "
       f"if on saturation)</th><th>{esc(lvl)} CI</th><th>median ratio of all pairs, valid or not</th>"
       "<th>noise candidate</th><th>noise baseline</th></tr>")
     for i, c in enumerate(comps):
@@ -277,7 +279,7 @@ def build_html(index, page, plots):
     # ---- league
     for li, lg in enumerate(index.get("league") or []):
         w(f'<h2 id="league-{li}">League: {esc(lg.get("scenario"))}, against {esc(lg.get("baseline"))}</h2>')
-        w("<table><tr><th>server</th><th>saturation req/s (median)</th><th>req/CPU-s at equal load</th>"
+        w("<table><tr><th>server</th><th>saturation req/s, median of all its probes</th><th>req/CPU-s at equal load</th>"
           f"<th>p99 at equal load</th><th>ratio to the baseline</th><th>{esc(lvl)} CI</th><th>compared on</th>"
           "<th>verdict</th></tr>")
         for ri, row in enumerate(lg.get("rows") or []):

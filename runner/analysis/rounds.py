@@ -8,11 +8,12 @@ from . import rules
 from .rules import is_num
 
 # The flags that say the host, not the server or the setup, spoiled a run: others used the
-# server's CPUs, or the window holds an episode (a stall of the host shows as both). A round
+# server's CPUs, the window holds an episode (a stall of the host shows as both), or the
+# canary around the run was slow (canary.py). A round
 # invalid for one of these is worth running again; one invalid only for a setup reason (the
 # load generator saturated first, the server did not saturate on idle CPUs, errors, a
 # failure) is not: the same setup gives the same result.
-DISTURBED = ("other load", "not stationary")
+DISTURBED = ("other load", "not stationary", "host slow")
 
 
 def disturbed_run(run, kind):

@@ -9,7 +9,7 @@ import datetime
 import json
 import os
 
-from . import atomic, batch, rules, scaling, stats, sweep, threads, verdict
+from . import atomic, batch, calibration, canary, matrix, rules, scaling, stats, sweep, threads, verdict
 from .fmt import LOADGEN_MARK, STATIONARY_MARK, known, num, pct, plural, with_unit
 from .rules import is_num
 
@@ -53,12 +53,22 @@ def _valid_probe_rps(runs):
     return [r["saturation_rps"] for r in runs if r and not rules.probe_problems(r) and is_num(r.get("saturation_rps"))]
 
 
-def comparison(b, group, comp, target, level):
-    """index.json's entry for one comparison COMP ({candidate, baseline, decides}) of GROUP."""
+def comparison(b, group, comp, target, level, floors=None):
+    """index.json's entry for one comparison COMP ({candidate, baseline, decides}) of GROUP;
+    FLOORS: the host's noise floors of the scenario (calibration.floors), or None."""
     sc, cand, base = group["scenario"], comp["candidate"], comp["baseline"]
     cp, bp = b.probes(cand, sc), b.probes(base, sc)
     ce, be = b.equal(cand, sc), b.equal(base, sc)
-    d = verdict.decide(sc, cand, base, cp, bp, ce, be, target, level)
+    d = verdict.decide(sc, cand, base, cp, bp, ce, be, target, level, floors)
+    # the order of the counted pairs (matrix.round_order balances it; a batch with a drawn order may not be)
+    used = set(d.get("pair_rounds") or []) or None
+    ob = matrix.order_balance(b.matrix.get("rounds"), sc, cand, base,
+                              "equal" if d.get("basis") == "req_per_cpu_sec" else "probe", used)
+    d["order_balance"] = ob
+    if ob["balanced"] is False:
+        d["reasons"] = list(d.get("reasons") or []) + [
+            f"order unbalanced: {cand} ran first in {ob['candidate_first']} of the {ob['rounds']} counted rounds "
+            "(a host that drifts within a round reads as a difference between the servers)"]
     rounds = sorted(set(cp) | set(bp))
     all_pairs = [_ratio(verdict.probe_rps(cp.get(r)), verdict.probe_rps(bp.get(r))) for r in rounds]
     eq_rounds = sorted(set(ce) | set(be))
@@ -139,8 +149,12 @@ def build_index(batch_dir, target=None, generated=None):
         target = m.get("target_ratio", 0.5)
     level = m.get("ci_level") or stats.CI_LEVEL
     runs = b.runs
-    comparisons = [comparison(b, g, c, target, level) for g in b.groups for c in g["comparisons"]]
+    first_host = next((r for r in runs if r.get("host")), {})
+    cal_path = calibration.path_for(os.path.dirname(os.path.abspath(batch_dir)), calibration.host_name(first_host))
+    cal = None if m.get("calibrate") else calibration.load(cal_path)
     mode = m.get("mode") or next((r["config"].get("mode") for r in runs if r.get("config")), None)
+    comparisons = [comparison(b, g, c, target, level, calibration.floors(cal, g["scenario"], mode))
+                   for g in b.groups for c in g["comparisons"]]
     selection = m.get("selection") or "default"
     required = batch.default_decides() if selection == "default" else ()
     v = verdict.overall(comparisons, target, smoke=(mode == "smoke"), required=required)
@@ -173,6 +187,11 @@ def build_index(batch_dir, target=None, generated=None):
                        "end": m.get("ended") or (max(ends) if ends else None)},
         "host": (first or {}).get("host"), "versions": (first or {}).get("versions"),
         "host_steal": host_steal(runs),
+        "noise_floor": calibration.summary_of(cal, cal_path, mode),
+        "calibrate": bool(m.get("calibrate")),
+        "host_speed": {"canary_median_us": b.canary_median_us, "slow_share": canary.HOST_SLOW_SHARE,
+                       "method": canary.METHOD,
+                       "slow_runs": [r.get("run") for r in runs if (r.get("host_speed") or {}).get("slow")]},
         "loadgen_hosts": (first or {}).get("loadgen_hosts"),
         "config": None if first is None else {
             **{k: (first.get("config") or {}).get(k) for k in cfg_keys},
@@ -285,6 +304,24 @@ def topology_line(index):
     return "Topology: " + "; ".join(parts) + "." if parts else ""
 
 
+def noise_floor_line(index):
+    """The host's noise floor beside the verdict, in one line."""
+    nf = index.get("noise_floor") or {}
+    if index.get("calibrate"):
+        return ("Calibration batch (A/A: the baseline against itself under a second name): its pair ratios "
+                "are added to the host's noise floor, results/calibration/<host>.json.")
+    if not nf.get("file"):
+        return "Noise floor: " + (nf.get("note") or "not recorded (a batch written before issue 35)") + "."
+    parts = []
+    for sc, by in sorted((nf.get("scenarios") or {}).items()):
+        for basis, f in by.items():
+            parts.append(f"{sc} {verdict.BASIS_NAME.get(basis, basis)}: a pair +/-{num(f['pair_sd_pct'], 1)}% (sd)"
+                         + (f", a batch's centre +/-{num(f['centre_sd_pct'], 1)}%" if is_num(f.get('centre_sd_pct'))
+                            else "") + f" ({f['batches']} A/A batches, {f['pairs']} pairs)")
+    return (f"Noise floor of this host ({nf.get('mode')} A/A batches, {nf['file']}): " + ("; ".join(parts) or "empty")
+            + ". The intervals include it (SPEC.md section 9).")
+
+
 def render_markdown(index):
     out = []
     w = out.append
@@ -299,6 +336,8 @@ def render_markdown(index):
         w("**Smoke run: checks the pipeline, too short to mean anything.** Its figures are not results.")
         w("")
     w(f"**{v['headline']}**")
+    w("")
+    w(noise_floor_line(index))
     w("")
     w(f"How to read it: each ratio is candidate / baseline with its {lvl} confidence interval over the valid "
       "interleaved pairs; PASS when the whole interval is at or above the target, FAIL when it is below, "
@@ -315,7 +354,7 @@ def render_markdown(index):
       f"sqlite {ver.get('sqlite') or '?'}, ck {ver.get('ck') or '?'}, jansson {ver.get('jansson') or '?'}; commit {commit}.")
     elc = index.get("equal_load_config") or {}
     gc = cfg.get("group_commit")
-    w(f"Configuration: server CPUs {cfg.get('server_cpus') or '?'} (server threads: {cfg.get('server_threads') or '?'}"
+    w(f"Configuration: server CPUs {cfg.get('server_cpus') or '?'} (server threads, the {{threads}} each server is given: {cfg.get('server_threads') or '?'}"
       f"{'' if cfg.get('actor_workers') is None else ', actor workers: ' + str(cfg.get('actor_workers'))}), "
       + (f"loadgen CPUs {cfg.get('loadgen_cpus') or '?'} (loadgen threads: {cfg.get('wrk_threads') or '?'}), "
          if not cfg.get("loadgen_hosts") else
@@ -323,7 +362,7 @@ def render_markdown(index):
          f"{cfg.get('agent_cpus') or 'all'}; start skew <= {cfg.get('max_start_skew_ms')} ms), ")
       + f"{cfg.get('wrk_conns') or '?'} connections, probe {known(cfg.get('probe_warmup_sec'))}+"
       f"{known(cfg.get('probe_sec'))} s closed loop x {index.get('repeats') or 1} rounds (each round every server "
-      f"once, interleaved{', order shuffled with seed ' + str(index['seed']) if index.get('seed') is not None else ''}), "
+      f"once, interleaved{', order balanced (ABBA) from seed ' + str(index['seed']) if index.get('seed') is not None else ''}), "
       f"sustain {known(cfg.get('warmup_sec'))}+{known(cfg.get('measure_sec'))} s at SAT_RATIO "
       f"{known(index.get('sat_ratio'))} x saturation, equal load {known(elc.get('warmup_sec'))}+"
       f"{known(elc.get('measure_sec'))} s, POST commits: "
@@ -335,8 +374,9 @@ def render_markdown(index):
     w("")
     w("## Verdict by comparison")
     w("")
-    w(f"| scenario | candidate / baseline | compared on | ratio | {lvl} CI | valid pairs | verdict | why |")
-    w("| --- | --- | --- | ---: | --- | ---: | --- | --- |")
+    w(f"| scenario | candidate / baseline | compared on | candidate, median of the counted pairs | baseline, median of "
+      f"the counted pairs | ratio | {lvl} CI | valid pairs | verdict | why |")
+    w("| --- | --- | --- | ---: | ---: | ---: | --- | ---: | --- | --- |")
     for c in index["comparisons"]:
         why = "; ".join(c.get("errors") or c.get("reasons") or ([c["basis_reason"]] if c.get("basis_reason") else [])) \
             or "all pairs valid"
@@ -348,16 +388,18 @@ def render_markdown(index):
         if c.get("remedies") and c["verdict"] != "PASS":
             why += ". Remedy: " + "; ".join(c["remedies"])
         w(f"| {c['scenario']} | {c['candidate']} / {c['baseline']} | "
-          f"{verdict.BASIS_NAME.get(c.get('basis'), 'none')} | {num(c.get('ratio'), 3)} | {ci_words(c)} | "
+          f"{verdict.BASIS_NAME.get(c.get('basis'), 'none')} | {num(c.get('candidate_value'))} | "
+          f"{num(c.get('baseline_value'))} | {num(c.get('ratio'), 3)} | {ci_words(c)} | "
           f"{c['pairs_used']} of {c['pairs_total']} | {c['verdict']}{'' if c['decides'] else ' (info)'} | {why} |")
     w("")
     w(f"\"(info)\": reported, not part of the overall verdict. The ratio is the geometric mean of the valid pairs' "
-      f"ratios, the centre of the interval ({stats.METHOD}); an interval needs at least "
+      f"ratios, the centre of the interval ({(index['comparisons'][0].get('ci_method') if index['comparisons'] else None) or stats.METHOD}); an interval needs at least "
       f"{verdict.MIN_PAIRS} valid pairs.")
     w("")
     w("## Saturation probes (closed loop, every server once per round, interleaved)")
     w("")
-    w(f"| scenario | candidate / baseline | candidate req/s (median) | baseline req/s (median) | ratio of valid "
+    w(f"| scenario | candidate / baseline | candidate req/s, median of all its probes | baseline req/s, median of all "
+      f"its probes | ratio of valid "
       f"pairs (verdict's) | {lvl} CI | valid pair ratios | median ratio of all pairs, valid or not | noise "
       "candidate | noise baseline | pairs left out |")
     w("| --- | --- | ---: | ---: | ---: | --- | --- | ---: | ---: | ---: | --- |")
@@ -435,7 +477,7 @@ def render_markdown(index):
             w("")
             w(f"## League: {lg['scenario']}, against {lg['baseline']}")
             w("")
-            w(f"| server | saturation req/s (median) | req/CPU-s at equal load | p99 at equal load | ratio to "
+            w(f"| server | saturation req/s, median of all its probes | req/CPU-s at equal load | p99 at equal load | ratio to "
               f"{lg['baseline']} | {lvl} CI | compared on | verdict |")
             w("| --- | ---: | ---: | ---: | ---: | --- | --- | --- |")
             for row in lg["rows"]:

@@ -183,7 +183,7 @@ def markdown_lines(index):
     if not rows:
         return out
     out += ["", "## Busiest threads", "",
-            "| run | phase | server threads | busiest server thread (% of one CPU) | probe saturated by | "
+            "| run | phase | OS threads of the server process | busiest server thread (% of one CPU) | probe saturated by | "
             "busiest loadgen thread |", "| --- | --- | ---: | --- | --- | --- |"]
     for r, phase, by, words, n, lg in rows:
         out.append(f"| {r.get('run')} | {phase} | {n} | {words} | {by or 'not saturated'} | {lg or 'n/a'} |")
@@ -208,7 +208,7 @@ def report_html(index, page=None):
     out += [f"<p>{esc(re.sub(r'[*]', '', p))}</p>" for p in plan]
     multi = [x for x in rows if x[4] > 1]
     if multi:
-        out.append("<table><tr><th>run</th><th>phase</th><th>server threads</th><th>busiest server thread "
+        out.append("<table><tr><th>run</th><th>phase</th><th>OS threads of the server process</th><th>busiest server thread "
                    "(% of one CPU)</th><th>probe saturated by</th><th>busiest loadgen thread</th></tr>")
         for r, phase, by, words, n, lg in multi:
             out.append(f"<tr><td>{esc(str(r.get('run')))}</td><td>{esc(phase)}</td><td>{n}</td><td>{esc(words)}</td>"

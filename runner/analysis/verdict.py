@@ -49,10 +49,11 @@ def pairs_of(cand_runs, base_runs, problems_of, value_of, zero_ok):
     return used, excluded
 
 
-def _figure(used, excluded, level):
+def _figure(used, excluded, level, floor=None):
     ratios = [r for _, r, _, _ in used]
-    ci = stats.ratio_interval(ratios, level)
-    return {"pairs_total": len(used) + len(excluded), "pairs_used": len(used),
+    ci = stats.calibrated_interval(ratios, floor, level)
+    return {"ci_method": ci["method"], "ci_note": ci["note"], "ci_pooled": ci["pooled"], "ci_df": ci["df"],
+            "pairs_total": len(used) + len(excluded), "pairs_used": len(used),
             "pair_rounds": [rnd for rnd, _, _, _ in used], "pair_ratios": [round3(r) for r in ratios],
             "ratio_exact": ci["center"], "ci_low_exact": ci["low"], "ci_high_exact": ci["high"],
             "ratio": round3(ci["center"]), "ci_low": round3(ci["low"]), "ci_high": round3(ci["high"]),
@@ -65,17 +66,19 @@ def probe_rps(run):
     return (run or {}).get("saturation_rps") if run and not run.get("failure") else None
 
 
-def saturation_figure(cand_probes, base_probes, level=stats.CI_LEVEL):
-    """The saturation comparison from the two servers' probes by round ({round: run})."""
+def saturation_figure(cand_probes, base_probes, level=stats.CI_LEVEL, floor=None):
+    """The saturation comparison from the two servers' probes by round ({round: run}); FLOOR:
+    the host's A/A noise floor of this figure (stats.calibrated_interval), or None."""
     used, excluded = pairs_of(cand_probes, base_probes, rules.probe_problems, probe_rps, True)
-    return _figure(used, excluded, level)
+    return _figure(used, excluded, level, floor)
 
 
-def equal_figure(cand_equal, base_equal, level=stats.CI_LEVEL):
-    """The req/CPU-s comparison from the equal-load runs by round ({round: run})."""
+def equal_figure(cand_equal, base_equal, level=stats.CI_LEVEL, floor=None):
+    """The req/CPU-s comparison from the equal-load runs by round ({round: run}); FLOOR as for
+    saturation_figure."""
     used, excluded = pairs_of(cand_equal, base_equal, rules.sustain_problems,
                             lambda r: (r or {}).get("req_per_cpu_sec"), True)
-    return _figure(used, excluded, level)
+    return _figure(used, excluded, level, floor)
 
 
 # ---- grouped reasons ------------------------------------------------------------------------
@@ -160,20 +163,23 @@ def saturated_by(cand_probes, base_probes, rounds):
 # ---- one comparison -------------------------------------------------------------------------
 
 def decide(scenario, candidate, baseline, cand_probes, base_probes, cand_equal, base_equal, target,
-           level=stats.CI_LEVEL):
+           level=stats.CI_LEVEL, floors=None):
     """The decision of one comparison: a dict with basis (saturation_rps, req_per_cpu_sec or
     None), basis_source, basis_reason, candidate_value, baseline_value, ratio (the interval's
     centre), ci_low, ci_high, ci_level, ci_method, pair_ratios, pair_rounds, ratio_min,
     ratio_max, pairs_used, pairs_total, excluded_pairs, verdict (PASS, FAIL, INCONCLUSIVE,
-    ERROR), reasons (grouped), remedies, errors. The *_probes and *_equal are {round: run}."""
+    ERROR), reasons (grouped), remedies, errors. The *_probes and *_equal are {round: run}.
+    FLOORS: {basis: noise floor} of this scenario from the host's A/A calibration (the
+    interval then accounts for what the pairs miss: SPEC.md section 9), or None."""
+    floors = floors or {}
     out = {"scenario": scenario, "candidate": candidate, "baseline": baseline, "basis": None,
            "basis_source": None, "basis_reason": None, "candidate_value": None, "baseline_value": None,
            "ratio": None, "ci_low": None, "ci_high": None, "ci_level": level, "ci_method": stats.METHOD,
            "pair_ratios": [], "pair_rounds": [], "ratio_min": None, "ratio_max": None, "pairs_used": 0,
            "pairs_total": 0, "excluded_pairs": [], "verdict": "INCONCLUSIVE", "reasons": [], "remedies": [],
            "errors": []}
-    sat = saturation_figure(cand_probes, base_probes, level)
-    eq = equal_figure(cand_equal, base_equal, level)
+    sat = saturation_figure(cand_probes, base_probes, level, floors.get("saturation_rps"))
+    eq = equal_figure(cand_equal, base_equal, level, floors.get("req_per_cpu_sec"))
     probes = [cand_probes.get(r) for r in sorted(cand_probes)] + [base_probes.get(r) for r in sorted(base_probes)]
     failed = [r for r in probes if r is not None and r.get("failure")]
     if failed or not cand_probes or not base_probes:
@@ -208,7 +214,9 @@ def decide(scenario, candidate, baseline, cand_probes, base_probes, cand_equal, 
                 "baseline_value": fig["baseline_value"], "ratio": fig["ratio"], "ci_low": fig["ci_low"],
                 "ci_high": fig["ci_high"], "pair_ratios": fig["pair_ratios"], "pair_rounds": fig["pair_rounds"],
                 "ratio_min": fig["ratio_min"], "ratio_max": fig["ratio_max"], "pairs_used": fig["pairs_used"],
-                "pairs_total": fig["pairs_total"], "excluded_pairs": fig["excluded"]})
+                "pairs_total": fig["pairs_total"], "excluded_pairs": fig["excluded"],
+                "ci_method": fig["ci_method"], "ci_note": fig["ci_note"], "ci_df": fig["ci_df"],
+                "ci_calibrated": fig["ci_pooled"] is not None})
     if basis == "saturation_rps":
         out["saturated_by"] = saturated_by(cand_probes, base_probes, fig["pair_rounds"])
     lo, hi = fig["ci_low_exact"], fig["ci_high_exact"]
