@@ -176,12 +176,12 @@ check-tsan:
 	@BUILD=build-thread TEST_FILTER=it_counters tests/run.sh --it-only
 	@BUILD=build-thread TEST_FILTER=it_contract_t4 tests/run.sh --it-only
 
-# ASan+UBSan: the C unit tests and the server suites (the runner, sweep, distributed, report,
-# servers, cores, re-run, command-line and loadgen suites and the Python tests measure
-# speed-shaped behaviour or only the Python analysis, and are left to the normal build).
+# ASan+UBSan: the C unit tests, the server suites and the load generator's (the runner, sweep,
+# distributed, report, servers, cores, re-run and command-line suites and the Python tests
+# measure speed-shaped behaviour or only the Python analysis, and are left to the normal build).
 check-asan:
 	@$(MAKE) --no-print-directory SANITIZER=address all
-	@BUILD=build-address TEST_SKIP="it_runner it_loadgen test_loadgen it_sweep it_distributed it_report it_servers it_cores it_reruns it_cli test_analysis test_sweep test_verdict test_scaling test_cpuplan test_threads test_rounds test_stationary test_stats test_servers test_verify" tests/run.sh
+	@BUILD=build-address TEST_SKIP="it_runner it_sweep it_distributed it_report it_servers it_cores it_reruns it_cli test_analysis test_sweep test_verdict test_scaling test_cpuplan test_threads test_rounds test_stationary test_stats test_servers test_verify" tests/run.sh
 
 clean:
 	rm -rf build build-address build-undefined build-thread

@@ -424,6 +424,8 @@ if [[ -z "$budget_s" ]]; then budget_s=$(( estimate_s + (estimate_s + 2) / 3 )) 
 # ---- the batch folder and matrix.json ------------------------------------------------------
 batch_dir="$RESULTS_DIR/$BATCH"
 mkdir -p "$batch_dir"
+# a batch run again into its folder: the old summary goes first, not left beside new runs
+rm -f "$batch_dir/index.json" "$batch_dir/summary.md" "$batch_dir/report.html"
 if (( ladder )); then
     # the ladder's definitions move into the batch folder, which keeps them
     mkdir -p "$batch_dir/ladder-servers"
@@ -491,7 +493,9 @@ cleanup() {
     fi
 }
 trap cleanup EXIT
-trap 'log_info "interrupted"; exit 130' INT TERM
+# interrupted: the running run ends as failed (cleanup), the finished ones stay; no summary
+# is written, and stdout's one line says so
+trap 'log_info "interrupted by a signal: ${i:-0} of ${n_total:-?} runs started, no summary written"; echo "$batch_dir: INTERRUPTED (no summary)"; exit 130' INT TERM
 
 # run_one SERVER SCENARIO SUFFIX WINDOWS_S [ENV=VALUE...]: runs runner.sh in the background (so
 # that a signal can end it by pid) and prints its one-line outcome; WINDOWS_S (its planned

@@ -85,6 +85,7 @@ SSH_OPTS="${SSH_OPTS:-}"                  # extra ssh/scp options, e.g. "-F ~/.s
 SSH_CONNECT_TIMEOUT_SEC="${SSH_CONNECT_TIMEOUT_SEC:-10}"
 MAX_START_SKEW_MS="${MAX_START_SKEW_MS:-10}"  # bound on |clock offset| + ssh round trip / 2 of every load host
 AGENT_START_LEAD_SEC="${AGENT_START_LEAD_SEC:-3}"  # agents start this long after they are launched
+LOADGEN_GRACE_SEC="${LOADGEN_GRACE_SEC:-15}"  # the local loadgen still running this long (+ REQ_TIMEOUT_SEC) after its window is killed, the run failed
 AGENT_GRACE_SEC="${AGENT_GRACE_SEC:-15}"  # an agent still running this long (+ REQ_TIMEOUT_SEC) after its phase fails the run
 CLOCK_SAMPLES="${CLOCK_SAMPLES:-8}"       # ssh round trips per clock-offset measure
 
@@ -143,6 +144,8 @@ Environment (an option beats it; it beats --quick/--smoke):
   (the actor server's runtime ladder, actor-server --help) GROUP_COMMIT (1: every POST
   committed alone, in both servers; N > 1: the actor server's store actor commits up to N
   POSTs together, async-server stays at 1) SEED_USERS (10000) REQ_TIMEOUT_SEC (10) LOADGEN_TICK
+  LOADGEN_GRACE_SEC (15: the loadgen still running REQ_TIMEOUT_SEC + this after its window
+  is killed, the run failed)
   STOP_TIMEOUT_SEC (5) READY_TIMEOUT_SEC (15: the ready_path must answer 200 by then)
   ACCESS_LOG (/dev/null: the server's access log) BATCH (as --batch) RESULTS_DIR MIX_DIR
   BUILD (build) RUNNER_BUILD (1) PORT
@@ -293,6 +296,7 @@ parse_args() {
     fi
     is_pos_int "$SEED_USERS" || usage_error "SEED_USERS must be a whole number > 0, got '$SEED_USERS'"
     is_pos_int "$REQ_TIMEOUT_SEC" || usage_error "REQ_TIMEOUT_SEC must be whole seconds > 0, got '$REQ_TIMEOUT_SEC'"
+    is_pos_int "$LOADGEN_GRACE_SEC" || usage_error "LOADGEN_GRACE_SEC must be whole seconds > 0, got '$LOADGEN_GRACE_SEC'"
     is_pos_int "$STOP_TIMEOUT_SEC" || usage_error "STOP_TIMEOUT_SEC must be whole seconds > 0, got '$STOP_TIMEOUT_SEC'"
     is_pos_int "$READY_TIMEOUT_SEC" || usage_error "READY_TIMEOUT_SEC must be whole seconds > 0, got '$READY_TIMEOUT_SEC'"
     if [[ -n "$PORT" ]] && { ! is_pos_int "$PORT" || (( 10#$PORT > 65535 )); }; then
@@ -430,7 +434,12 @@ build_result() {
 # started (the EXIT trap) and exits 1.
 fail() {
     trap - INT TERM
+    local note=""
+    # a full results folder named as the cause (whatever failed to write there)
+    [[ -z "${run_dir:-}" ]] || note=$(analysis full-note "$run_dir" 2>/dev/null || true)
+    [[ -z "$note" || "$*" == *"$note"* ]] || set -- "$*; $note"
     log_info "FAILED: $*"
+    FAILED_WHY=$*           # said once: cleanup adds no second cause when facts.json is unwritable
     if [[ -f "${FACTS:-}" ]]; then
         fact_str .failure "$*" || true
         fact_str .timestamps.end "$(now_iso)" || true
@@ -441,15 +450,19 @@ fail() {
     exit 1
 }
 
-SERVER_PID="" SERVER_SID="" LOADGEN_PID="" BG_PID="" DIED=""
+SERVER_PID="" SERVER_SID="" LOADGEN_PID="" BG_PID="" DIED="" FAILED_WHY=""
 cleanup() {
     local rc=$? pid
     # an exit through set -e, not through fail: still say in result.json that the run failed
-    if (( rc != 0 )) && [[ -f "${FACTS:-}" ]] && jq -e '.failure == null' "$FACTS" >/dev/null 2>&1; then
-        fact_str .failure "runner.sh failed unexpectedly (exit $rc) at ${LAST_ERR:-an unknown command}" || true
+    if (( rc != 0 )) && [[ -z "$FAILED_WHY" && -f "${FACTS:-}" ]] && jq -e '.failure == null' "$FACTS" >/dev/null 2>&1; then
+        local why note
+        why="runner.sh failed unexpectedly (exit $rc) at ${LAST_ERR:-an unknown command}"
+        note=$(analysis full-note "$run_dir" 2>/dev/null || true)
+        [[ -z "$note" ]] || why="$why; $note"
+        fact_str .failure "$why" || true
         fact_str .timestamps.end "$(now_iso)" || true
         build_result
-        log_info "FAILED: runner.sh exited $rc at ${LAST_ERR:-an unknown command}"
+        log_info "FAILED: $why"
     fi
     # the edge sampler's sleep first (its parent is our own background job)
     if [[ -n "$BG_PID" ]]; then pkill -TERM -P "$BG_PID" 2>/dev/null || true; fi
@@ -475,6 +488,45 @@ server_kill_tree() {
     fi
     if [[ -n "$SERVER_PID" ]]; then wait "$SERVER_PID" 2>/dev/null || true; SERVER_PID=""; fi
     SERVER_SID=""
+}
+
+# server_alive: true while the server's leader (SERVER_PID) runs (not exited, not a zombie).
+server_alive() {
+    local line
+    [[ -n "$SERVER_PID" ]] || return 1
+    { read -r line <"/proc/$SERVER_PID/stat"; } 2>/dev/null || return 1
+    line=${line##*) }
+    [[ "${line%% *}" != Z ]]
+}
+
+# sample_failed FILE WHEN: a sample of the server's tree could not be written to FILE (a
+# file of the run folder): with the server still running, writing failed (the cause: a full
+# results folder, `analysis full-note`), else the server exited (how: server_died, which
+# waits for it, so never called while it runs). Fails the run either way.
+sample_failed() {
+    local note
+    if server_alive; then
+        note=$(analysis full-note "$run_dir" 2>/dev/null || true)
+        fail "writing ${1#"$run_dir"/} $2 failed: ${note:-see runner.log}"
+    fi
+    server_died
+    fail "server exited $2 ($DIED)"
+}
+
+# server_answering PHASE: after the PHASE's load the server must answer its ready path again
+# within REQ_TIMEOUT_SEC: one that stopped answering (stopped, wedged) fails the run, its
+# process state named, so that no figure of that window counts.
+server_answering() {
+    local code state=gone line
+    code=$(curl -s -o /dev/null -w '%{http_code}' --max-time "$REQ_TIMEOUT_SEC" "$url$def_ready_path" 2>/dev/null || true)
+    [[ "$code" != 200 ]] || return 0
+    [[ "$code" != 000 && -n "$code" ]] || code="no answer"
+    if [[ -n "$SERVER_PID" ]] && { read -r line <"/proc/$SERVER_PID/stat"; } 2>/dev/null; then
+        line=${line##*) }
+        state="state ${line%% *}"
+        [[ "${line%% *}" != T ]] || state="$state, stopped by a signal"
+    fi
+    fail "server stopped answering during the $1: $def_ready_path got $code within ${REQ_TIMEOUT_SEC} s (its leader: $state)"
 }
 
 # server_died: sets DIED to how the (already exited) server ended, for failure messages: its
@@ -759,7 +811,7 @@ run_load() {
     fi
     t0=$(clock_s)
     if [[ "$edge_wait" == 0 ]]; then
-        if ! proc_tree_sample "$SERVER_PID" >"$edge.srv0"; then server_died; fail "server exited before the $phase ($DIED)"; fi
+        proc_tree_sample "$SERVER_PID" >"$edge.srv0" || sample_failed "$edge.srv0" "before the $phase"
         cpustat_sample "$SERVER_CPUS" >"$edge.stat"
         if [[ -n "$scrape" ]]; then metrics_scrape "$url" "$scrape-before.prom" || fail "scraping /metrics before the $phase failed"; fi
         : >"$edge"
@@ -781,12 +833,16 @@ run_load() {
         wait "$LOADGEN_PID" || rc=$?
         LOADGEN_PID=""
     fi
-    if ! proc_tree_sample "$SERVER_PID" >"$edge.srv1"; then server_died; fail "server exited during the $phase ($DIED)"; fi
+    proc_tree_sample "$SERVER_PID" >"$edge.srv1" || sample_failed "$edge.srv1" "during the $phase"
     st1=$(cpustat_sample "$SERVER_CPUS")
     load_sampler_end "$rc" "$edge"
+    server_answering "$phase"
     if [[ -n "$scrape" ]]; then
         metrics_scrape "$url" "$scrape-after.prom" || fail "scraping /metrics after the $phase failed"
         [[ -f "$scrape-before.prom" ]] || fail "scraping /metrics at the end of the $phase warm-up failed"
+    fi
+    if [[ -e "$edge.hung" ]]; then
+        fail "loadgen hung in the $phase: still running $(<"$edge.hung") s after its window's end, killed"
     fi
     (( rc == 0 )) || fail "loadgen exited $rc in the $phase: $(tail -n 3 "$run_dir/loadgen-$phase.log" | tr '\n' ' ')"
     if remote_enabled; then remote_agents_collect "$phase" "$dur" "$json" "$hgrm"; fi
@@ -846,6 +902,13 @@ load_sampler() {
     [[ -n "$lg" ]] || return 0
     sleep_until "$end_at"
     proc_tree_sample "$lg" self >"$edge.lg1.tmp" && mv "$edge.lg1.tmp" "$edge.lg1"
+    # the watchdog: a load generator still there LOADGEN_GRACE_SEC after its window's end
+    # (its in-flight requests had REQ_TIMEOUT_SEC) hangs: ended, and EDGE.hung says so
+    sleep_until "$(calc "$t0 + $wait0 + $dur + $REQ_TIMEOUT_SEC + $LOADGEN_GRACE_SEC")"
+    if kill -0 "$lg" 2>/dev/null; then
+        echo "$((REQ_TIMEOUT_SEC + LOADGEN_GRACE_SEC))" >"$edge.hung" || true
+        kill -KILL "$lg" 2>/dev/null || true
+    fi
 }
 
 # load_sampler_end RC EDGE: after the load generator exited with RC: ends the sampler job

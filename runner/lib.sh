@@ -25,7 +25,8 @@ log_info() {
     local line
     line=$(printf '[%s] %s' "${LOG_TAG:-runner}" "$*")
     printf '%s\n' "$line" >&2
-    if [[ -n "${LOG_FILE:-}" ]]; then printf '%s %s\n' "$(now_iso)" "$line" >>"$LOG_FILE"; fi
+    # a log that cannot be written (a full disk) loses the line there, not the caller's run
+    if [[ -n "${LOG_FILE:-}" ]]; then { printf '%s %s\n' "$(now_iso)" "$line" >>"$LOG_FILE"; } 2>/dev/null || true; fi
 }
 
 # now_iso: the current time, ISO-8601 UTC to the second (for timestamps only).

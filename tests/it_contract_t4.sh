@@ -24,7 +24,8 @@ for cfg in "async-server:" "actor-server:--workers 2" "actor-server:--workers 0"
     server=$BUILD/${cfg%%:*}
     args=${cfg#*:}
     if [ ! -x "$server" ]; then
-        echo "ok - # SKIP $server not built"
+        n=$((n + 1))
+        echo "ok $n - [t$THREADS ${cfg%%:*} $args] # SKIP $server not built"
         continue
     fi
     echo "# contract suite: $server --threads $THREADS $args"

@@ -193,21 +193,19 @@ jqfile "merged max is the larger agent max; merged p99 lies between the agents' 
      and .latency_ms.p99 >= ([$a[0].latency_ms.p99, $b[0].latency_ms.p99] | min)
      and .latency_ms.p99 <= ([$a[0].latency_ms.p99, $b[0].latency_ms.p99] | max)' --slurpfile a "$a0" --slurpfile b "$a1"
 # The achieved rate is the server's as much as the agents': on a crowded host (others on more
-# than half of the server CPU, or sends 100 ms late) it is not checked. (The namespaces' own
+# than half of the server CPU, or sends 100 ms late) it may miss, and then these checks fail,
+# with the crowding printed first (a skip on a figure the product measured, the send lag a
+# symptom of the load generator itself, would let them never fail). (The namespaces' own
 # bridge traffic is about 10% of the server CPU here, which `quiet` counts as other load.)
 busy=$(jq -r 'if (.server_cpus_other_pct // 0) > 50 or (.send_lag_p99_ms // 0) > 100 then
     "other load on the server CPU \(.server_cpus_other_pct)%, send lag p99 \(.send_lag_p99_ms) ms" else "" end' "$res" 2>/dev/null || true)
-if [[ -n "$busy" ]]; then
-    n=$((n + 1)); echo "ok $n - each agent sent R/2 x the window within 1% # SKIP host too busy: $busy"
-    n=$((n + 1)); echo "ok $n - result.json: sustained_rps within 1% of the target # SKIP host too busy: $busy"
-else
-    jqfile "each agent sent R/2 x the window within 1%" "$a0" \
-        'all(., $b[0]; ((.requests_sent - $r / 2 * .duration_s) | fabs) <= 0.01 * $r / 2 * .duration_s)' \
-        --slurpfile b "$a1" --argjson r "$DIST_RATE"
-    jqfile "result.json: sustained_rps (merged) within 1% of the target $DIST_RATE req/s" "$res" \
-        '.failure == null and .target_rps == $r and ((.sustained_rps - $r) | fabs) <= 0.01 * $r and .validity.rate_held == true' \
-        --argjson r "$DIST_RATE"
-fi
+[[ -z "$busy" ]] || echo "# host crowded: $busy (run it on a quiet host)"
+jqfile "each agent sent R/2 x the window within 1%" "$a0" \
+    'all(., $b[0]; ((.requests_sent - $r / 2 * .duration_s) | fabs) <= 0.01 * $r / 2 * .duration_s)' \
+    --slurpfile b "$a1" --argjson r "$DIST_RATE"
+jqfile "result.json: sustained_rps (merged) within 1% of the target $DIST_RATE req/s" "$res" \
+    '.failure == null and .target_rps == $r and ((.sustained_rps - $r) | fabs) <= 0.01 * $r and .validity.rate_held == true' \
+    --argjson r "$DIST_RATE"
 jqfile "result.json: requests_completed is the merged count" "$res" '.requests_completed == $m[0].requests_completed' \
     --slurpfile m "$run/loadgen.json"
 jqfile "result.json: loadgen_agents[] has both agents' CPU, CPU count, send lag, completions and errors" "$res" \

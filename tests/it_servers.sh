@@ -232,9 +232,10 @@ pair="$RESULTS_DIR/pair"
 jqfile "pair: matrix.json plans one group, s1, with the pair as given" "$pair/matrix.json" \
     '.selection == "pairs" and (.groups | length) == 1 and .groups[0].scenario == "s1"
      and .groups[0].comparisons == [{"candidate": "wrapped", "baseline": "node-users", "decides": true}]'
-jqfile "pair: index.json compares wrapped with node-users on s1, with a verdict and both servers' probes" "$pair/index.json" \
+jqfile "pair: index.json compares wrapped with node-users on s1, with a verdict its interval bears out (PASS: above the target, FAIL: below, else INCONCLUSIVE with reasons) and both servers' probes" "$pair/index.json" \
     '(.comparisons | length) == 1 and .comparisons[0].candidate == "wrapped" and .comparisons[0].baseline == "node-users"
-     and (.comparisons[0].verdict | IN("PASS", "FAIL", "INCONCLUSIVE"))
+     and (.comparisons[0] | (if .verdict == "PASS" then .ci_low >= .target_ratio elif .verdict == "FAIL" then .ci_high < .target_ratio
+            elif .verdict == "INCONCLUSIVE" then (.reasons | length) > 0 else false end))
      and (.comparisons[0].probes.candidate | length) >= 2 and (.comparisons[0].probes.baseline | length) >= 2
      and all(.runs[]; .failure == null)'
 jqfile "pair: the headline names the pair" "$pair/index.json" '.verdict.headline | test("wrapped/node-users")'

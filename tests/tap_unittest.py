@@ -7,7 +7,9 @@ import unittest
 
 
 class TapResult(unittest.TextTestResult):
-    """Prints one TAP line per test."""
+    """Prints one TAP line per test: ok, not ok, or ok with a "# SKIP reason" directive
+    (tests/run.sh counts skips). expectedFailure is refused: a test that passes by failing
+    cannot fail."""
 
     def __init__(self, *a, **kw):
         super().__init__(*a, **kw)
@@ -29,6 +31,18 @@ class TapResult(unittest.TextTestResult):
         super().addError(test, err)
         self._tap(test, False, ": " + self._exc_info_to_string(err, test).strip().splitlines()[-1])
 
+    def addSkip(self, test, reason):
+        super().addSkip(test, reason)
+        self._tap(test, True, " # SKIP " + " ".join(str(reason).split()))
+
+    def addExpectedFailure(self, test, err):
+        super().addExpectedFailure(test, err)
+        self._tap(test, False, ": expected failure (a test that does not test; remove the decorator)")
+
+    def addUnexpectedSuccess(self, test):
+        super().addUnexpectedSuccess(test)
+        self._tap(test, False, ": unexpected success")
+
 
 def main(module_name):
     """Runs every test case of the module named module_name (pass __name__), TAP on stdout,
@@ -38,5 +52,5 @@ def main(module_name):
         res = unittest.TextTestRunner(stream=devnull, resultclass=TapResult, verbosity=0).run(suite)
     for _, tb in res.failures + res.errors:
         sys.stderr.write(tb)
-    print(f"1..{res.testsRun}")
-    sys.exit(0 if res.wasSuccessful() else 1)
+    print(f"1..{res.n}")
+    sys.exit(0 if res.wasSuccessful() and not res.expectedFailures else 1)

@@ -46,6 +46,9 @@ USAGE = """usage: python3 -m analysis COMMAND ARGS   (with runner/ on PYTHONPATH
                                  that need it and the rounds it answers), or null
                                  (rounds.py: the re-run rule)
   headline BATCH_DIR             the verdict word and headline of index.json, one line
+  full-note PATH                 "the file system of PATH is full: N KB free of M KB" when
+                                 under 1 MiB is free there, else nothing (the cause of a
+                                 failed write; atomic.py); always exit 0
   round-order SEED SCENARIO KIND ROUND NAME...
                                  the names in the round's balanced order (ABBA), one line
   canary [SERVER_CPUS [LOADGEN_CPUS]]
@@ -419,6 +422,11 @@ def main(argv):
         elif cmd == "verify":
             from . import verify
             return verify.main(args)
+        elif cmd == "full-note" and len(args) == 1:
+            from . import atomic
+            note = atomic.full_note(os.path.abspath(args[0]))
+            if note:
+                print(note)
         elif cmd == "round-order" and len(args) >= 5:
             from . import matrix
             print(" ".join(matrix.round_order(args[0], args[1], args[2], int(args[3]), args[4:])))

@@ -12,7 +12,7 @@ import os
 import subprocess
 import sys
 
-from . import cost, ladder, rules, scaling, sweep, threads
+from . import atomic, cost, ladder, rules, scaling, sweep, threads
 from .fmt import plural
 from .render import (Page, Svgs, esc, get_path, gnuplot, num_or_nan, per_interval, probe_validity_html,
                      read_histogram, safe_label, validity_html, write_dat)
@@ -428,12 +428,8 @@ def main(argv):
         return 2
     batch_dir, work, out = argv[1:]
     try:
-        text = render(batch_dir, work)
+        atomic.write_text(out, render(batch_dir, work))
     except (OSError, ValueError, RuntimeError, subprocess.SubprocessError) as err:
         print(f"report.py: {err}", file=sys.stderr)
         return 1
-    tmp = out + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    os.replace(tmp, out)
     return 0

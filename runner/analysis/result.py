@@ -29,7 +29,7 @@ import json
 import os
 import statistics
 
-from . import promtext, rules, threads
+from . import atomic, promtext, rules, threads
 from .rules import is_num
 
 # The result.json fields in order (SPEC.md section 7 defines each).
@@ -401,11 +401,8 @@ def build(run_dir):
 
 
 def write(run_dir):
-    """Builds and writes RUN_DIR/result.json atomically; returns the document."""
+    """Builds and writes RUN_DIR/result.json whole (atomic.write_text: when it cannot be
+    written, no result.json is left, not the one of an earlier phase); returns the document."""
     res = build(run_dir)
-    tmp = os.path.join(run_dir, "result.json.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(res, fh, indent=1)
-        fh.write("\n")
-    os.replace(tmp, os.path.join(run_dir, "result.json"))
+    atomic.write_text(os.path.join(run_dir, "result.json"), json.dumps(res, indent=1) + "\n")
     return res

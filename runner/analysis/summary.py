@@ -9,7 +9,7 @@ import datetime
 import json
 import os
 
-from . import batch, calibration, canary, cost, ladder, matrix, ran, rules, scaling, stats, sweep, threads, verdict
+from . import atomic, batch, calibration, canary, cost, ladder, matrix, ran, rules, scaling, stats, sweep, threads, verdict
 from .fmt import LOADGEN_MARK, STATIONARY_MARK, known, num, pct, plural, with_unit
 from .rules import is_num
 
@@ -165,7 +165,7 @@ def build_index(batch_dir, target=None, generated=None):
     sat = b.of_kind("saturation")
     probes = [r for r in b.of_kind("probe") if not batch.is_scaling_run(r)]
     eq = b.of_kind("equal-load")
-    failures = [{"run": f"{name}-{g['scenario']}", "failure": "no result.json (runner.sh did not start the run)"}
+    failures = [{"run": f"{name}-{g['scenario']}", "failure": _no_result(batch_dir, f"{name}-{g['scenario']}")}
                 for g in b.groups for name in g["servers"] if b.saturation_run(name, g["scenario"]) is None]
     failures += [{"run": r.get("run"), "failure": r["failure"]} for r in runs if r.get("failure")]
     first = next((r for r in sat + runs if not r.get("failure")), runs[0] if runs else None)
@@ -516,12 +516,18 @@ def render_markdown(index):
     return "\n".join(out) + "\n"
 
 
+def _no_result(batch_dir, run):
+    """The failure of a planned RUN without a result.json: never started, or started and
+    unable to write it (a full disk: its runner.log or run_all.log says why)."""
+    if os.path.isdir(os.path.join(batch_dir, run)):
+        return "no result.json (the run started but did not write it: see its runner.log)"
+    return "no result.json (runner.sh did not start the run)"
+
+
 def write(batch_dir, target=None):
-    """Writes BATCH_DIR/index.json and summary.md; returns the index."""
+    """Writes BATCH_DIR/index.json and summary.md, both whole or neither (atomic.write_all:
+    on an error neither file is left, not even an older one); returns the index."""
     index = build_index(batch_dir, target)
-    for name, text in (("index.json", json.dumps(index, indent=1) + "\n"), ("summary.md", render_markdown(index))):
-        tmp = os.path.join(batch_dir, name + ".tmp")
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, os.path.join(batch_dir, name))
+    atomic.write_all([(os.path.join(batch_dir, "index.json"), json.dumps(index, indent=1) + "\n"),
+                      (os.path.join(batch_dir, "summary.md"), render_markdown(index))])
     return index
