@@ -433,6 +433,16 @@ def check_byte_by_byte(tap, label, port):
     s.close()
 
 
+def store_off_loop(sname):
+    """The flags that put the actor server's store actor on a thread other than the
+    connection's loop: --workers 1, or nothing when SERVER_ARGS places the actors with
+    --placement=spread (the store has a thread of its own then, and spread refuses
+    --workers)."""
+    if sname != "actor-server":
+        return []
+    return [] if "--placement=spread" in os.environ.get("SERVER_ARGS", "") else ["--workers", "1"]
+
+
 def check_error_behind_inflight(tap, sname, path):
     """Issue 25, bug 1: a POST waits in the store (another process holds the SQLite write
     lock), then the same connection sends one invalid byte and a stream of one-byte
@@ -444,10 +454,7 @@ def check_error_behind_inflight(tap, sname, path):
     import sqlite3
     import time
     label = "%s/sqlite" % sname
-    # (with --placement=spread in SERVER_ARGS the store has a thread of its own already,
-    # and that placement refuses --workers)
-    spread = "--placement=spread" in os.environ.get("SERVER_ARGS", "")
-    extra = ["--workers", "1"] if sname == "actor-server" and not spread else []
+    extra = store_off_loop(sname)
     try:
         srv = Server(path, "sqlite", args=extra + ["--store-timeout-ms", "3000"]).start()
     except RuntimeError:  # an old server without the flag waits 5 s anyway
@@ -558,7 +565,7 @@ def check_close_behind_inflight(tap, sname, path):
     import sqlite3
     import time
     label = "%s/sqlite" % sname
-    extra = ["--workers", "1"] if sname == "actor-server" else []
+    extra = store_off_loop(sname)
     srv = Server(path, "sqlite", args=extra + ["--store-timeout-ms", "5000"]).start()
     holder = sqlite3.connect(srv.db, isolation_level=None, timeout=5)
     s = None
