@@ -187,7 +187,9 @@ class TestRun(unittest.TestCase):
             os.chmod(os.path.join(root, "run_all.sh"), 0o755)
             results, out = os.path.join(root, "results"), os.path.join(root, "out")
             os.makedirs(results)
-            env = env_of("arm64", "0-15", RESULTS_DIR=results)
+            # the cost stage's seconds a row pinned (its own estimate follows the cost module):
+            # 25 s a row, 8 rows, does not fit the 7-minute target with the "short" tier
+            env = env_of("arm64", "0-15", RESULTS_DIR=results, CAMPAIGN_COST_S="25")
             buf = io.StringIO()
             with redirect_stdout(buf), unittest.mock.patch.dict(os.environ, env, clear=True):
                 rc = campaign.main([out], root)
