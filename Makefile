@@ -110,7 +110,7 @@ HELPER_BINS := $(HELPER_SRC:tests/helpers/%.c=$(BUILD)/tests/helpers/%)
 # relinks every time).
 .SECONDARY:
 
-.PHONY: all binaries deps test check-tsan check-asan clean bench-micro bench-instr \
+.PHONY: all binaries deps test check-tsan check-asan check-bundle clean bench-micro bench-instr \
         bench-contention bench-build fuzz
 all: binaries
 
@@ -179,6 +179,11 @@ check-tsan:
 # ASan+UBSan: the C unit tests, the server suites and the load generator's (the runner, sweep,
 # distributed, report, servers, cores, re-run and command-line suites and the Python tests
 # measure speed-shaped behaviour or only the Python analysis, and are left to the normal build).
+# The bundle on a bare Debian 12 root cut off from the network (tests/check_bundle.sh, TAP;
+# root and debootstrap, minutes): apart from `make test` to keep the suite's time, run by CI.
+check-bundle:
+	@tests/check_bundle.sh
+
 check-asan:
 	@$(MAKE) --no-print-directory SANITIZER=address all
 	@BUILD=build-address TEST_SKIP="it_runner it_sweep it_distributed it_report it_servers it_cores it_reruns it_cli test_analysis test_sweep test_verdict test_scaling test_cpuplan test_threads test_rounds test_stationary test_stats test_servers test_verify" tests/run.sh

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # root-lib.sh: fresh Debian roots for checks that need a bare system (scripts/fresh-check.sh,
-# tests/it_bundle.sh): made with debootstrap (minbase) or from a cached tarball of one, the
+# tests/check_bundle.sh): made with debootstrap (minbase) or from a cached tarball of one, the
 # virtual file systems mounted, torn down (leftover processes ended by pid, unmounted,
 # deleted) by root_release. Sourced, never executed; needs root.
 # The caller defines die MSG (exits) and sets FRESH_SUITE, FRESH_MIRROR, FRESH_BASE_CACHE

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016  # the bash -c checks take their values as arguments
 # test-timeout: 1500
-# it_bundle.sh: the bundle (make bundle, scripts/bundle.py) on a bare system, cut off from the
+# check_bundle.sh: the bundle (make bundle, scripts/bundle.py) on a bare system, cut off from the
 # network (TAP): unpacked into a fresh Debian 12 minbase root with python3 and nothing of the
 # suite's packages (scripts/root-lib.sh makes the root; the root with python3 is cached as a
 # tarball, BUNDLE_ROOT_CACHE, so that reruns skip debootstrap), run in a network namespace
@@ -21,7 +21,7 @@ FRESH_MIRROR="${FRESH_MIRROR:-http://deb.debian.org/debian}"
 
 usage() {
     cat <<USAGE
-usage: sudo tests/it_bundle.sh [--help]
+usage: sudo tests/check_bundle.sh [--help]
 Builds the bundle (make bundle) unless BUNDLE_TARBALL names one, unpacks it into a fresh
 Debian $FRESH_SUITE minbase root with python3 (debootstrap, cached in BUNDLE_ROOT_CACHE), and
 runs ./run_all.sh $BUNDLE_SMOKE_ARGS there in a network namespace with loopback only.
@@ -39,7 +39,7 @@ for tool in debootstrap unshare ip chroot; do
     command -v "$tool" >/dev/null || skip_all "no $tool here (apt-get install debootstrap iproute2)"
 done
 
-die() { echo "it_bundle.sh: $*" >&2; echo "not ok $((n + 1)) - setup: $*"; n=$((n + 1)); failed=$((failed + 1)); tap_finish; }
+die() { echo "check_bundle.sh: $*" >&2; echo "not ok $((n + 1)) - setup: $*"; n=$((n + 1)); failed=$((failed + 1)); tap_finish; }
 it_tmpdir it_bundle
 LOGS=$TMP keep=${KEEP_RESULTS:-0} FRESH_BASE_CACHE=""
 # shellcheck source=scripts/root-lib.sh
