@@ -17,10 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "actor.h"
-#include "atomics.h"
-#include "sched.h"
-#include "serve.h"
+#include "actor/actor.h"
+#include "common/base/atomics.h"
+#include "actor/sched.h"
+#include "common/app/process.h"
 
 #define INFLIGHT_MAX 16384 /* per loop; the inbox holds twice that, so it never fills */
 #define INBOX_RING 32768

@@ -25,12 +25,12 @@
 #include <uv.h>
 #include <valgrind/callgrind.h>
 
-#include "actor-server/actor.h"
-#include "actor-server/mailbox.h"
-#include "actor-server/sched.h"
-#include "histogram.h"
-#include "store.h"
-#include "util.h"
+#include "actor/actor.h"
+#include "actor/mailbox.h"
+#include "actor/sched.h"
+#include "common/base/histogram.h"
+#include "common/store/store.h"
+#include "common/base/util.h"
 
 #define SEED_USERS 10000u
 #define LIST_LIMIT 10u

@@ -8,7 +8,7 @@
 
 #include <string.h>
 
-#include "atomics.h"
+#include "common/base/atomics.h"
 #include "io.h"
 #include "mix.h"
 #include "rng.h"

@@ -20,7 +20,7 @@
 #include <unistd.h>
 #include <uv.h>
 
-#include "atomics.h"
+#include "common/base/atomics.h"
 #include "config.h"
 #include "merge.h"
 #include "mix.h"
@@ -28,7 +28,7 @@
 #include "stats.h"
 #include "timebase.h"
 #include "uring.h"
-#include "util.h"
+#include "common/base/util.h"
 #include "worker.h"
 
 /* The commit loadgen was built from, as the servers' --version gives it (the Makefile

@@ -14,7 +14,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "options.h"
+#include "common/app/options.h"
 
 #define ARGV_MAX 16
 
