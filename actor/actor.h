@@ -1,48 +1,38 @@
-/* actor: state + a bounded mailbox + a behaviour, run by its home scheduler. The mailbox
- * has two halves: a bounded MPSC queue for senders on other threads (mailbox.h: Vyukov's
- * queue, senders lock-free and never waiting for each other), and a plain FIFO
- * (localq) for senders on the home scheduler's own thread, which then need no atomic
- * operation and no wake-up. Each half makes the actor runnable on its own empty-to-non-
- * empty transition, and both are run by the home scheduler's one thread, so the
- * behaviour never runs concurrently with itself. Messages from one sender keep their
- * order (a sender is always on the home thread or never). It does not own its messages
- * or its state (the caller does). */
+/* actor: the actor runtime, as a program uses it (start reading here).
+ *
+ * An actor is state + a bounded mailbox + a behaviour (actor_fn), run by its home
+ * scheduler. The mailbox has two halves: a bounded MPSC queue for senders on other
+ * threads (mailbox.h: Vyukov's queue, senders lock-free and never waiting for each
+ * other), and a plain FIFO (localq.h) for senders on the home scheduler's own thread,
+ * which then need no atomic operation and no wake-up. Each half makes the actor runnable
+ * on its own empty-to-non-empty transition, and both are run by the home scheduler's one
+ * thread, so the behaviour never runs concurrently with itself. Messages from one sender
+ * keep their order (a sender is always on the home thread or never). The runtime does not
+ * own messages or state (the caller does).
+ *
+ * A program's whole use of it:
+ *     struct sched *s = sched_new_thread("w0");       (or sched_new_uv on a libuv loop)
+ *     struct actor *a = actor_new("db", db_fn, &db_state, s, 1024, &err);
+ *     sched_start(s);
+ *     actor_send(a, msg);            from any thread; -EAGAIN: full, the caller keeps msg
+ *     ...                            db_fn(a, msg) runs on s's thread, owns msg
+ *     sched_stop_and_join(s); actor_free(a); sched_free(s);
+ *
+ * The files, lowest first (each includes only those before it; no circle):
+ *   mailbox.h, localq.h  the two mailbox halves (the run queue of a scheduler is a mailbox
+ *                        of actors, too)
+ *   cell.h               struct actor, and how one batch of each half runs
+ *                        (actor_run, actor_run_local); knows nothing of schedulers
+ *   sched.h              thread and libuv schedulers: run queues, the local run list
+ *                        (sched_local_push), sleeping and waking, start and stop
+ *   actor.h              (this file) make, send, free
+ * Built as libactor.a (Makefile); depends on common/base only. Tests: tests/test_actor_*.c;
+ * the contention benchmark: bench/contention.c. */
 #ifndef ACTOR_ACTOR_H
 #define ACTOR_ACTOR_H
 
-#include <stdbool.h>
-#include <stdint.h>
-
-#include "common/base/atomics.h"
-#include "localq.h"
-#include "mailbox.h"
+#include "cell.h"
 #include "sched.h"
-
-struct actor;
-struct sched;
-
-/* A behaviour: handles one message on the actor's scheduler thread. It owns msg from
- * here on (or hands it on with actor_send); it may call actor_send to any actor. */
-typedef void (*actor_fn)(struct actor *self, void *msg);
-
-struct actor {
-    const char *name;       /* borrowed, for metrics; must outlive the actor */
-    struct mailbox mailbox; /* owned; sends from other threads; popped by the home thread */
-    struct localq local;    /* owned; sends from the home thread; home thread only */
-    bool local_ready;       /* on home's local run list or running local messages; a
-                               local send that finds it false queues the actor. Home
-                               thread only */
-    struct actor *local_next; /* home's local run list */
-    struct sched_local *home_local; /* that list: sched_local_of(home) */
-    actor_fn fn;            /* fixed at creation */
-    void (*batch_end)(struct actor *self); /* optional: after each run's last message */
-    void *state;            /* borrowed; touched only by fn, so no locking needed */
-    struct sched *home;     /* the scheduler that runs this actor, fixed at creation */
-    unsigned pending;       /* atomics.h: messages sent but not yet processed; 0 -> 1
-                               schedules */
-    uint64_t processed;     /* atomics.h: messages handled; written by the runner only */
-    uint64_t runs;          /* atomics.h: runs (batches) started; written by the runner */
-};
 
 /* Creates an actor homed on `home` with a mailbox of `ring_size` slots (power of two;
  * holds ring_size - 1 messages). name and state are borrowed. Returns the actor, or
@@ -76,59 +66,10 @@ static inline int actor_send(struct actor *a, void *msg)
     if (localq_push(&a->local, msg) != 0)
         return -EAGAIN;
     if (!a->local_ready) {
-        struct sched_local *l = a->home_local;
         a->local_ready = true;
-        a->local_next = NULL;
-        if (l->tail != NULL)
-            l->tail->local_next = a;
-        else
-            l->head = a;
-        l->tail = a;
+        sched_local_push(a->home_local, a);
     }
     return 0;
 }
-
-/* What a run of the cross-thread half left (actor_run). */
-enum actor_run_result {
-    ACTOR_RUN_IDLE,    /* nothing pending: the next actor_send schedules a */
-    ACTOR_RUN_MORE,    /* messages remain: queue a again (at the back, for fairness) */
-    ACTOR_RUN_STALLED, /* the next message's sender has claimed its slot but not yet
-                          published it: queue a again, and come back later rather than
-                          at once (the sender finishes when it runs again) */
-};
-
-/* Runs a for at most `batch` messages of its cross-thread half, never waiting for a
- * sender (the run stops early at an unpublished slot). For schedulers only: the caller
- * must be the single owner of a's run, obtained from the run queue. */
-enum actor_run_result actor_run(struct actor *a, unsigned batch);
-
-/* The same for the same-thread half: at most `batch` local messages. Returns true when
- * local messages remain (queue a on the local run list again). Home thread only, for
- * the scheduler that took a from its local run list. */
-static inline bool actor_run_local(struct actor *a, unsigned batch)
-{
-    unsigned n = localq_depth(&a->local);
-
-    if (n > batch)
-        n = batch;
-    atomics_add64_one_writer(&a->runs, 1);
-    /* local_ready stays true during the run: a send to a from its own behaviour (or from
-     * any actor it calls) queues the message but not the actor a second time. */
-    actor_fn fn = a->fn; /* fixed at creation */
-    for (unsigned i = 0; i < n; i++)
-        fn(a, localq_pop(&a->local));
-    if (a->batch_end != NULL)
-        a->batch_end(a);
-    atomics_add64_one_writer(&a->processed, n);
-    if (localq_depth(&a->local) != 0)
-        return true;
-    a->local_ready = false;
-    return false;
-}
-
-/* Metrics, any thread, relaxed snapshots (depth counts both halves). */
-unsigned actor_depth(const struct actor *a);
-uint64_t actor_processed(const struct actor *a);
-uint64_t actor_runs(const struct actor *a);
 
 #endif

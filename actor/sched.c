@@ -14,7 +14,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "actor.h"
+#include "cell.h"
 #include "common/base/atomics.h"
 #include "mailbox.h"
 #include "common/base/util.h"
@@ -102,14 +102,8 @@ static struct actor *local_pop(struct sched *s)
 /* Runs a's local half once; back of the local list if messages remain. Own thread. */
 static void sched_run_local(struct sched *s, struct actor *a)
 {
-    if (actor_run_local(a, s->batch)) {
-        a->local_next = NULL;
-        if (s->local.tail != NULL)
-            s->local.tail->local_next = a;
-        else
-            s->local.head = a;
-        s->local.tail = a;
-    }
+    if (actor_run_local(a, s->batch))
+        sched_local_push(&s->local, a);
 }
 
 /* Local runs in a row before the run queue gets a look: bounds how long actors made

@@ -12,7 +12,8 @@
 
 #include <uv.h>
 
-struct actor;
+#include "cell.h"
+
 struct sched;
 
 #define SCHED_DEFAULT_BATCH 64u
@@ -95,6 +96,19 @@ static inline struct sched *sched_current(void)
 struct sched_local {
     struct actor *head, *tail;
 };
+
+/* Appends a (not on any local run list) at the back of l: the one place that links the
+ * list, for actor_send (a became runnable) and the scheduler (a has messages left after
+ * its run). l's scheduler's own thread only. */
+static inline void sched_local_push(struct sched_local *l, struct actor *a)
+{
+    a->local_next = NULL;
+    if (l->tail != NULL)
+        l->tail->local_next = a;
+    else
+        l->head = a;
+    l->tail = a;
+}
 
 /* s's local run list (fixed for s's lifetime; actor_new keeps it). Any thread. */
 struct sched_local *sched_local_of(struct sched *s);

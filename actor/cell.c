@@ -1,0 +1,53 @@
+/* cell: an actor's batch runs and its metrics (see cell.h; the invariants are there). */
+#include "cell.h"
+
+#include <errno.h>
+
+#include "common/base/util.h"
+
+enum actor_run_result actor_run(struct actor *a, unsigned batch)
+{
+    unsigned n = atomics_load_acquire(&a->pending);
+    unsigned done = 0;
+    bool stalled = false;
+    void *msg;
+
+    if (n > batch)
+        n = batch;
+    atomics_add64_one_writer(&a->runs, 1);
+    while (done < n) {
+        /* The mailbox holds at least pending >= n claimed messages; the next one may not
+         * be published yet (its sender was preempted between claim and publish). */
+        int rc = mailbox_try_pop(&a->mailbox, &msg);
+        if (rc == -EBUSY) {
+            stalled = true;
+            break;
+        }
+        if (rc != 0)
+            panic("actor %s: pending %u but mailbox empty", a->name, n - done);
+        a->fn(a, msg);
+        done++;
+    }
+    if (a->batch_end != NULL)
+        a->batch_end(a);
+    atomics_add64_one_writer(&a->processed, done);
+    /* Leaving pending > 0 keeps the run ours: the caller queues the actor again. */
+    if (atomics_sub_acq_rel(&a->pending, done) == done)
+        return ACTOR_RUN_IDLE;
+    return stalled ? ACTOR_RUN_STALLED : ACTOR_RUN_MORE;
+}
+
+unsigned actor_depth(const struct actor *a)
+{
+    return mailbox_depth(&a->mailbox) + localq_depth(&a->local);
+}
+
+uint64_t actor_processed(const struct actor *a)
+{
+    return atomics_load64_relaxed(&a->processed);
+}
+
+uint64_t actor_runs(const struct actor *a)
+{
+    return atomics_load64_relaxed(&a->runs);
+}
