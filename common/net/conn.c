@@ -4,7 +4,8 @@
  * loop's dirty list, and one across callbacks that may close it. Each reference is
  * taken by the function that starts what it covers and released where that ends.
  * Deadlines cost the request path no clock read: it only bumps progress counters, which
- * the sweep (every 250 ms) turns into times. */
+ * the sweep (every 250 ms, conn_sweep.c) turns into times. struct conn is in
+ * conn_impl.h, shared with conn_sweep.c. */
 #include "conn.h"
 
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 
 #include "common/base/atomics.h"
 #include "common/http/http.h"
+#include "conn_impl.h"
 #include "loop.h"
 #include "common/http/request.h"
 
@@ -21,41 +23,6 @@
 #define OUT_KEEP (16 * 1024)  /* an emptied output buffer larger than this is freed */
 #define PENDING_KEEP (4 * 1024) /* the same for the unparsed-input buffer */
 #define FLUSH_ROUNDS 16       /* before_flush + write rounds per loop iteration */
-
-struct conn {
-    uv_tcp_t tcp; /* first member: handle->data not needed */
-    struct server_loop *loop;
-    struct http_parser parser;
-    struct request *head, *tail; /* in-flight requests, request order */
-    unsigned inflight;
-    unsigned refs;               /* see the file comment */
-    struct buf out;              /* rendered, not yet written */
-    struct buf pending_in;       /* unparsed bytes while reading is paused */
-    /* progress, counted on the request path; the sweep compares with what it saw */
-    unsigned feeds;              /* input fed to the parser (and resumes of reading) */
-    unsigned begun;              /* requests begun (and resumes of reading) */
-    unsigned writes;             /* writes started, partly or wholly done */
-    unsigned seen_feeds, seen_begun, seen_writes;
-    size_t seen_write_queue;     /* tcp.write_queue_size at the last sweep */
-    uint64_t read_ms;            /* loop clock when the sweep last saw input progress */
-    uint64_t begin_ms;           /* ... first saw the current request begun */
-    uint64_t write_ms;           /* ... last saw output progress */
-    uint64_t linger_end_ms;
-    const char *fail_reason;
-    uint16_t fail_status;        /* refused input's answer, not yet queued (pipeline full) */
-    uint8_t closed;              /* uv_close called */
-    uint8_t paused;              /* reading stopped (pipeline cap, unread output, refused) */
-    uint8_t close_after_flush;   /* a response said Connection: close */
-    uint8_t lingering;           /* shut down for writing, discarding input */
-    uint8_t writing;             /* a uv_write is in flight */
-    uint8_t dirty;               /* on the loop's dirty list */
-    uint8_t in_feed;
-    uint8_t peer_eof;            /* the peer half-closed: answer what is in flight, then close */
-    uint8_t failed;              /* input refused (parse error, read deadline): never read
-                                    again except to discard during the linger */
-    struct conn *prev, *next;    /* loop's connection list */
-    struct conn *dirty_next;
-};
 
 struct write_req {
     uv_write_t req;
@@ -83,12 +50,7 @@ static void buf_reset_shrink(struct buf *b, size_t keep)
 
 /* ---- lifetime ---- */
 
-static void conn_ref(struct conn *c)
-{
-    c->refs++;
-}
-
-static void conn_unref(struct conn *c)
+void conn_unref(struct conn *c)
 {
     if (--c->refs > 0)
         return;
@@ -129,7 +91,7 @@ static void fifo_remove(struct conn *c, struct request *req)
     fifo_fix_tail(c);
 }
 
-static void conn_close(struct conn *c)
+void conn_close(struct conn *c)
 {
     if (c->closed)
         return;
@@ -360,12 +322,7 @@ static void conn_enqueue(struct conn *c, struct request *req)
     conn_ref(c);
 }
 
-/* Refuses the rest of c's input (input the parser refused, a read deadline): reading
- * stops for good (the linger after the answer only discards), unparsed input is
- * dropped, and `status` is owed, answered in order after the requests in flight and
- * queued only once the pipeline has room (conn_queue_fail). At most once per
- * connection: whatever the peer sends afterwards takes no request and no memory. */
-static void conn_fail(struct conn *c, uint16_t status, const char *reason)
+void conn_fail(struct conn *c, uint16_t status, const char *reason)
 {
     if (c->failed || c->closed)
         return;
@@ -570,92 +527,4 @@ void conn_open(struct server_loop *l, int fd)
     http_parser_init(&c->parser, &srv->cfg.limits, &parser_ops, c);
     c->read_ms = c->begin_ms = c->write_ms = loop_now_ms(l);
     uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
-}
-
-/* Whether c waits for nothing: no request begun or in flight, no output. */
-static int conn_idle(const struct conn *c)
-{
-    return c->inflight == 0 && !c->writing && !c->dirty && c->out.len == 0 && !c->failed &&
-           !http_parser_mid_request(&c->parser);
-}
-
-/* One connection's deadlines at now_ms (see conn_sweep). */
-static void conn_check(struct conn *c, const struct server_config *cfg, uint64_t now_ms)
-{
-    if (c->lingering) {
-        if (now_ms >= c->linger_end_ms)
-            conn_close(c);
-        return;
-    }
-    /* what moved since the last sweep happened at most one sweep period ago */
-    if (c->feeds != c->seen_feeds) {
-        c->seen_feeds = c->feeds;
-        c->read_ms = now_ms;
-    }
-    if (c->begun != c->seen_begun) {
-        c->seen_begun = c->begun;
-        c->begin_ms = now_ms;
-    }
-    size_t queued = c->tcp.write_queue_size;
-    if (c->writes != c->seen_writes || queued < c->seen_write_queue) {
-        c->seen_writes = c->writes;
-        c->write_ms = now_ms;
-    }
-    c->seen_write_queue = queued;
-    if (c->writing) {
-        /* the peer takes none of our output: nothing can be delivered any more */
-        if (now_ms - c->write_ms >= cfg->send_timeout_ms) {
-            conn_close(c);
-            return;
-        }
-    }
-    if (!c->paused && !c->failed && !c->peer_eof && !c->close_after_flush &&
-        http_parser_mid_request(&c->parser)) {
-        int late = http_parser_in_headers(&c->parser)
-                       ? now_ms - c->begin_ms >= cfg->header_timeout_ms
-                       : now_ms - c->read_ms >= cfg->body_timeout_ms;
-        if (late)
-            conn_fail(c, 408, "request timeout"); /* after what is in flight */
-        return;
-    }
-    if (conn_idle(c)) {
-        uint64_t last = c->read_ms > c->write_ms ? c->read_ms : c->write_ms;
-        if (now_ms - last >= cfg->idle_timeout_ms)
-            conn_close(c);
-    }
-}
-
-void conn_sweep(struct server_loop *l, uint64_t now_ms)
-{
-    const struct server_config *cfg = &l->srv->cfg;
-    struct conn *c = l->conns;
-    while (c != NULL) {
-        struct conn *next = c->next;
-        conn_ref(c); /* held across checks that may close it */
-        conn_check(c, cfg, now_ms);
-        conn_unref(c);
-        c = next;
-    }
-}
-
-void conn_stop_idle(struct server_loop *l)
-{
-    struct conn *c = l->conns;
-    while (c != NULL) {
-        struct conn *next = c->next;
-        /* a response rendered but not yet flushed (dirty) is still owed */
-        if (conn_idle(c))
-            conn_close(c);
-        c = next;
-    }
-}
-
-void conn_close_all(struct server_loop *l)
-{
-    struct conn *c = l->conns;
-    while (c != NULL) {
-        struct conn *next = c->next;
-        conn_close(c);
-        c = next;
-    }
 }
