@@ -8,14 +8,28 @@
 #                   under ThreadSanitizer (build-thread/)
 #   SANITIZER=address|undefined|thread   build with that sanitizer (into build-$(SANITIZER)/)
 #   WERROR=1        warnings are errors (CI)
+#   ASSERTS=1       the invariants (ASSERT, common/base/util.h) checked in the binaries
+#                   too (into build-assert/); see "Invariants" below
 
 CC      ?= cc
 PKGS    := libuv ck sqlite3 jansson
 LLHTTP_SRC := /usr/share/llhttp
 LLHTTP_INC := /usr/share/include/llhttp
 
+# Invariants: ASSERT (common/base/util.h) is compiled out of the benchmark build (the
+# default build, -DNDEBUG: the binaries the runner measures) and kept everywhere else: the
+# sanitizer builds, the fuzz targets, ASSERTS=1 builds, and the unit test programs and test
+# helpers of every build, which link a checking copy of the libraries ($(BUILD)/assert/).
+ifdef SANITIZER
+ASSERTS ?= 1
+else
+ASSERTS ?= 0
+endif
+
 ifdef SANITIZER
 BUILD ?= build-$(SANITIZER)
+else ifeq ($(ASSERTS),1)
+BUILD ?= build-assert
 else
 BUILD ?= build
 endif
@@ -26,6 +40,9 @@ CFLAGS  := -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) -pthread -I. -I$(LLHTTP_INC) \
            -DLLHTTP_STRICT_MODE=1 $(EXTRA_CFLAGS)
 ifeq ($(WERROR),1)
 CFLAGS  += -Werror
+endif
+ifneq ($(ASSERTS),1)
+CFLAGS  += -DNDEBUG
 endif
 ifdef SANITIZER
 CFLAGS  += -fsanitize=$(SANITIZER) -fno-omit-frame-pointer
@@ -69,6 +86,15 @@ ACTOR_OBJ  := $(patsubst %.c,$(BUILD)/obj/%.o,$(sort $(wildcard actor-server/*.c
 # bench/contention
 ACTOR_LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(sort $(wildcard actor/*.c)))
 LIBACTOR   := $(BUILD)/libactor.a
+# what the unit tests and test helpers link: the libraries with ASSERT on (the same ones
+# when the build has them on already)
+ifeq ($(ASSERTS),1)
+CHECK_LIBCOMMON := $(LIBCOMMON)
+CHECK_LIBACTOR  := $(LIBACTOR)
+else
+CHECK_LIBCOMMON := $(BUILD)/assert/libcommon.a
+CHECK_LIBACTOR  := $(BUILD)/assert/libactor.a
+endif
 LOADGEN_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(sort $(wildcard loadgen/*.c)))
 LOADGEN_LIB_OBJ := $(filter-out $(BUILD)/obj/loadgen/main.o,$(LOADGEN_OBJ))
 
@@ -105,9 +131,15 @@ $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
 
+$(BUILD)/assert/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -UNDEBUG $(DEPFLAGS) -c $< -o $@
+
 # the commit --version prints: the servers' (common/app/options.c) and the load generator's
-$(BUILD)/obj/common/app/options.o $(BUILD)/obj/loadgen/main.o: CFLAGS += -DBUILD_GIT_COMMIT='"$(GIT_COMMIT)"'
-$(BUILD)/obj/common/app/options.o $(BUILD)/obj/loadgen/main.o: $(BUILD)/git-commit
+VERSION_OBJ := $(BUILD)/obj/common/app/options.o $(BUILD)/assert/obj/common/app/options.o \
+               $(BUILD)/obj/loadgen/main.o
+$(VERSION_OBJ): CFLAGS += -DBUILD_GIT_COMMIT='"$(GIT_COMMIT)"'
+$(VERSION_OBJ): $(BUILD)/git-commit
 $(BUILD)/git-commit: FORCE
 	@mkdir -p $(dir $@)
 	@echo '$(GIT_COMMIT)' | cmp -s - $@ 2>/dev/null || echo '$(GIT_COMMIT)' > $@
@@ -125,25 +157,33 @@ $(LIBACTOR): $(ACTOR_LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
+$(BUILD)/assert/libcommon.a: $(COMMON_SRC:%.c=$(BUILD)/assert/obj/%.o) $(LLHTTP_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/assert/libactor.a: $(patsubst $(BUILD)/obj/%,$(BUILD)/assert/obj/%,$(ACTOR_LIB_OBJ))
+	@rm -f $@
+	ar rcs $@ $^
+
 $(BUILD)/actor-server: $(ACTOR_OBJ) $(LIBACTOR) $(LIBCOMMON)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 $(BUILD)/loadgen: $(LOADGEN_OBJ) $(LIBCOMMON)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
-$(BUILD)/tests/test_actor_%: $(BUILD)/obj/tests/test_actor_%.o $(LIBACTOR) $(LIBCOMMON)
+$(BUILD)/tests/test_actor_%: $(BUILD)/obj/tests/test_actor_%.o $(CHECK_LIBACTOR) $(CHECK_LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ $(TEST_LIBS) $(LDLIBS) -o $@
 
-$(BUILD)/tests/test_loadgen_%: $(BUILD)/obj/tests/test_loadgen_%.o $(LOADGEN_LIB_OBJ) $(LIBCOMMON)
+$(BUILD)/tests/test_loadgen_%: $(BUILD)/obj/tests/test_loadgen_%.o $(LOADGEN_LIB_OBJ) $(CHECK_LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ $(TEST_LIBS) $(LDLIBS) -o $@
 
-$(BUILD)/tests/test_%: $(BUILD)/obj/tests/test_%.o $(LIBCOMMON)
+$(BUILD)/tests/test_%: $(BUILD)/obj/tests/test_%.o $(CHECK_LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ $(TEST_LIBS) $(LDLIBS) -o $@
 
-$(BUILD)/tests/helpers/%: $(BUILD)/obj/tests/helpers/%.o $(LIBCOMMON)
+$(BUILD)/tests/helpers/%: $(BUILD)/obj/tests/helpers/%.o $(CHECK_LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
@@ -166,7 +206,7 @@ check-asan:
 	@BUILD=build-address TEST_SKIP="it_runner it_loadgen test_loadgen it_sweep it_distributed it_report it_servers it_cores it_reruns it_cli test_analysis test_sweep test_verdict test_scaling test_cpuplan test_threads test_rounds test_stationary test_stats test_servers test_verify" tests/run.sh
 
 clean:
-	rm -rf build build-address build-undefined build-thread
+	rm -rf build build-assert build-address build-undefined build-thread
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 

@@ -12,6 +12,8 @@ enum actor_run_result actor_run(struct actor *a, unsigned batch)
     bool stalled = false;
     void *msg;
 
+    /* run only while pending > 0, and the ring holds >= pending (claimed slots counted) */
+    ASSERT(n > 0 && mailbox_depth(&a->mailbox) >= n);
     if (n > batch)
         n = batch;
     atomics_add64_one_writer(&a->runs, 1);

@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "common/base/atomics.h"
+#include "common/base/util.h"
 #include "localq.h"
 #include "mailbox.h"
 
@@ -68,6 +69,7 @@ static inline bool actor_run_local(struct actor *a, unsigned batch)
 {
     unsigned n = localq_depth(&a->local);
 
+    ASSERT(a->local_ready && n > 0); /* taken from the local run list: listed, non-empty */
     if (n > batch)
         n = batch;
     atomics_add64_one_writer(&a->runs, 1);

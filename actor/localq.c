@@ -49,5 +49,6 @@ int localq_grow(struct localq *q)
     q->slots = slots;
     q->mask = cap - 1;
     q->lim = cap < q->max ? cap : q->max;
+    ASSERT((cap & (cap - 1)) == 0 && n <= q->lim);
     return 0;
 }

@@ -95,6 +95,7 @@ static struct actor *local_pop(struct sched *s)
         s->local.head = a->local_next;
         if (s->local.head == NULL)
             s->local.tail = NULL;
+        ASSERT(a->home == s && a->local_ready && localq_depth(&a->local) != 0);
     }
     return a;
 }
@@ -424,6 +425,7 @@ void sched_ready(struct sched *s, struct actor *a)
     unsigned expected = IDLE;
 
     /* Cannot be full: each actor is queued at most once and SCHED_MAX_ACTORS fit. */
+    ASSERT(a->home == s);
     if (mailbox_push(&s->runq, a) != 0)
         panic("sched %s: run queue full", s->name);
     /* On a bound loop's own thread no wake-up is needed: the loop drains its run queue

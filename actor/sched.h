@@ -13,6 +13,7 @@
 #include <uv.h>
 
 #include "cell.h"
+#include "common/base/util.h"
 
 struct sched;
 
@@ -102,6 +103,7 @@ struct sched_local {
  * its run). l's scheduler's own thread only. */
 static inline void sched_local_push(struct sched_local *l, struct actor *a)
 {
+    ASSERT(a->local_ready && l->tail != a && localq_depth(&a->local) != 0);
     a->local_next = NULL;
     if (l->tail != NULL)
         l->tail->local_next = a;

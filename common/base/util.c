@@ -60,6 +60,7 @@ uint64_t now_ns(void)
 
 void buf_reserve(struct buf *b, size_t extra)
 {
+    ASSERT(b->cap == 0 || (b->len < b->cap && b->data[b->len] == '\0'));
     size_t need = b->len + extra + 1;
     if (need <= b->cap)
         return;
@@ -68,6 +69,7 @@ void buf_reserve(struct buf *b, size_t extra)
         cap *= 2;
     b->data = xrealloc(b->data, cap);
     b->cap = cap;
+    b->data[b->len] = '\0'; /* a first allocation has no NUL yet (util.h's invariant) */
 }
 
 void buf_append(struct buf *b, const void *data, size_t n)

@@ -18,6 +18,20 @@ char *xstrdup(const char *s);
 /* Broken invariant: print to stderr and abort(). */
 __attribute__((noreturn, format(printf, 1, 2))) void panic(const char *fmt, ...);
 
+/* ASSERT(cond): an invariant of the code (an "Invariant" comment made executable). When
+ * cond is false: panic() with the file, line, function and the condition's text. Compiled
+ * out where NDEBUG is defined, which the Makefile does only in the benchmark build (the
+ * binaries of the default build); on in the sanitizer, fuzz and ASSERTS=1 builds and in
+ * the libraries the unit tests link. Compiled out, cond is not evaluated (it still must
+ * compile), so it must have no side effects. Any thread. */
+#ifdef NDEBUG
+#define ASSERT(cond) ((void)sizeof(!(cond)))
+#else
+#define ASSERT(cond)                                                                   \
+    ((cond) ? (void)0                                                                  \
+            : panic("%s:%d: %s: invariant broken: %s", __FILE__, __LINE__, __func__, #cond))
+#endif
+
 /* Monotonic clock in nanoseconds (CLOCK_MONOTONIC). Any thread. */
 uint64_t now_ns(void);
 

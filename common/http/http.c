@@ -181,6 +181,7 @@ static int on_header_value(llhttp_t *llh, const char *at, size_t len)
         if (hp->value.cap > hp->value.len + len) { /* the usual case: no call */
             memcpy(hp->value.data + hp->value.len, at, len);
             hp->value.len += len;
+            hp->value.data[hp->value.len] = '\0'; /* util.h's invariant of struct buf */
         } else {
             buf_append(&hp->value, at, len);
         }

@@ -69,6 +69,7 @@ static void buf_trim(struct buf *b)
 
 void request_pool_put(struct request_pool *p, struct request *req)
 {
+    ASSERT(p->in_use > 0); /* each put matches a get of this pool */
     p->in_use--;
     if (p->len >= POOL_KEEP) {
         request_free(req);

@@ -52,8 +52,11 @@ static void buf_reset_shrink(struct buf *b, size_t keep)
 
 void conn_unref(struct conn *c)
 {
+    ASSERT(c->refs > 0);
     if (--c->refs > 0)
         return;
+    /* the last reference: nothing in flight, written or listed holds c any more */
+    ASSERT(c->closed && c->inflight == 0 && c->head == NULL && !c->writing && !c->dirty);
     struct server_loop *l = c->loop;
     struct request *partial;
     http_parser_destroy(&c->parser, &partial);
@@ -319,6 +322,8 @@ static void conn_enqueue(struct conn *c, struct request *req)
         c->head = req;
     c->tail = req;
     c->inflight++;
+    /* the pipeline cap, plus the one being received (a refused input's answer included) */
+    ASSERT(c->inflight <= c->loop->srv->cfg.max_pipeline + 1);
     conn_ref(c);
 }
 

@@ -26,6 +26,7 @@ struct memory_store {
     uint64_t cap;
     struct buf arena;   /* names and emails, back to back */
 };
+_Static_assert(offsetof(struct memory_store, base) == 0, "store_impl.h: base comes first");
 
 static void memory_reserve(struct memory_store *m, uint64_t need)
 {

@@ -35,6 +35,7 @@ struct sqlite_store {
     uint8_t tripped[2];   /* per kind: a wait timed out and no call of that kind has
                              succeeded since, so calls of that kind do not wait */
 };
+_Static_assert(offsetof(struct sqlite_store, base) == 0, "store_impl.h: base comes first");
 
 /* SQLite's busy handler: called with the lock still held elsewhere, `count` times so far
  * in this statement. Sleeps a little (1, 2, 5, 10, 15, 20, then 25 ms steps, never past
@@ -75,6 +76,7 @@ static void call_begin(struct sqlite_store *q, enum call_kind kind)
  * a wait that timed out makes them fail at once until then. Returns r. */
 static int call_end(struct sqlite_store *q, int r)
 {
+    ASSERT(sqlite3_get_autocommit(q->db)); /* no transaction left open by the call */
     if (r == 0 || r == -ENOENT)
         q->tripped[q->kind] = 0;
     else if (r == -EBUSY && q->gave_up)
