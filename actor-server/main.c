@@ -1,4 +1,4 @@
-/* actor-server: every request is a message. The I/O loops (common/server.c) parse and
+/* actor-server: every request is a message. The I/O loops (common/net/server.c) parse and
  * write; each parsed request travels as a message through actors and comes back to its
  * loop's inbox actor:
  *   /ping, /metrics, 404:  loop -> router -> inbox

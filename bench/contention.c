@@ -507,7 +507,7 @@ static double hop_pingpong(unsigned long iters)
 
 /* ---- the ck_ring MPSC ring the mailbox replaced (issue 16), for --queues ------------ */
 
-/* What actor-server/mailbox.c was before Vyukov's queue: Concurrency Kit's ring, a
+/* What actor/mailbox.c was before Vyukov's queue: Concurrency Kit's ring, a
  * producer reserving a slot with a CAS on the producer head, writing it, then publishing
  * once every earlier reservation is published (spinning 32 polls, then sched_yield, as
  * the production code did). A producer preempted between reserve and publish holds up

@@ -32,7 +32,7 @@
 #include "worker.h"
 
 /* The commit loadgen was built from, as the servers' --version gives it (the Makefile
- * passes -DBUILD_GIT_COMMIT="\"<commit>\"" to this file and common/options.c). */
+ * passes -DBUILD_GIT_COMMIT="\"<commit>\"" to this file and common/app/options.c). */
 #ifndef BUILD_GIT_COMMIT
 #define BUILD_GIT_COMMIT ""
 #endif
