@@ -83,7 +83,7 @@ def circles(graph):
 
 def main(argv):
     if len(argv) > 1 and argv[1] not in ("--graph",):
-        print(__doc__.strip().splitlines()[-2], file=sys.stderr)
+        print("usage: scripts/check_includes.py [--graph]", file=sys.stderr)
         return 2
     root = subprocess.run(["git", "rev-parse", "--show-toplevel"], check=True,
                           capture_output=True, text=True).stdout.strip()
