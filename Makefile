@@ -135,6 +135,10 @@ $(BUILD)/assert/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -UNDEBUG $(DEPFLAGS) -c $< -o $@
 
+# the test programs themselves too: ASSERTs inline in headers (actor.h's actor_send,
+# sched.h's sched_local_push) are compiled into them
+$(BUILD)/obj/tests/%.o: CFLAGS += -UNDEBUG
+
 # the commit --version prints: the servers' (common/app/options.c) and the load generator's
 VERSION_OBJ := $(BUILD)/obj/common/app/options.o $(BUILD)/assert/obj/common/app/options.o \
                $(BUILD)/obj/loadgen/main.o
