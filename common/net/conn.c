@@ -462,6 +462,8 @@ void conn_respond(struct request *req)
 {
     struct conn *c = req->conn;
     struct server_loop *l = c->loop;
+    /* decided, and handed back once: the request has one owner, and it is giving it up */
+    ASSERT(req->resp.status != 0 && !req->done);
     req->done = 1;
     if (c->closed) {
         /* the connection is gone: unlink and drop */
