@@ -9,24 +9,41 @@
 #                   under ThreadSanitizer (build-thread/)
 #   SANITIZER=address|undefined|thread   build with that sanitizer (into build-$(SANITIZER)/)
 #   WERROR=1        warnings are errors (CI)
+#   ASSERTS=1       the invariants (ASSERT, common/base/util.h) checked in the binaries
+#                   too (into build-assert/); see "Invariants" below
 
 CC      ?= cc
 PKGS    := libuv ck sqlite3 jansson
 LLHTTP_SRC := /usr/share/llhttp
 LLHTTP_INC := /usr/share/include/llhttp
 
+# Invariants: ASSERT (common/base/util.h) is compiled out of the benchmark build (the
+# default build, -DNDEBUG: the binaries the runner measures) and kept everywhere else: the
+# sanitizer builds, the fuzz targets, ASSERTS=1 builds, and the unit test programs and test
+# helpers of every build, which link a checking copy of the libraries ($(BUILD)/assert/).
+ifdef SANITIZER
+ASSERTS ?= 1
+else
+ASSERTS ?= 0
+endif
+
 ifdef SANITIZER
 BUILD ?= build-$(SANITIZER)
+else ifeq ($(ASSERTS),1)
+BUILD ?= build-assert
 else
 BUILD ?= build
 endif
 
 WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wformat=2 -Wvla -Wno-unused-parameter
 OPT     ?= -O2 -g
-CFLAGS  := -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) -pthread -I. -Icommon -I$(LLHTTP_INC) \
+CFLAGS  := -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) -pthread -I. -I$(LLHTTP_INC) \
            -DLLHTTP_STRICT_MODE=1 $(EXTRA_CFLAGS)
 ifeq ($(WERROR),1)
 CFLAGS  += -Werror
+endif
+ifneq ($(ASSERTS),1)
+CFLAGS  += -DNDEBUG
 endif
 ifdef SANITIZER
 CFLAGS  += -fsanitize=$(SANITIZER) -fno-omit-frame-pointer
@@ -40,7 +57,7 @@ endif
 endif
 DEPFLAGS = -MMD -MP
 
-# The commit the binaries are built from, for the servers' --version (common/options.c);
+# The commit the binaries are built from, for the servers' --version (common/app/options.c);
 # "-dirty" when tracked files differ from it. $(BUILD)/git-commit changes only when the
 # commit does, and options.o depends on it, so a new commit rebuilds that one object.
 GIT_COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null)
@@ -81,14 +98,26 @@ $(BUILD)/obj/llhttp/%.o: $(LLHTTP_SRC)/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 $(OPT) -DLLHTTP_STRICT_MODE=1 -I$(LLHTTP_INC) $(if $(SANITIZER),-fsanitize=$(SANITIZER)) -w -c $< -o $@
 
-COMMON_SRC := $(sort $(wildcard common/*.c))
+COMMON_SRC := $(sort $(wildcard common/*/*.c))
 COMMON_OBJ := $(COMMON_SRC:%.c=$(BUILD)/obj/%.o)
 LIBCOMMON  := $(BUILD)/libcommon.a
 
 ASYNC_OBJ  := $(patsubst %.c,$(BUILD)/obj/%.o,$(sort $(wildcard async-server/*.c)))
 ACTOR_OBJ  := $(patsubst %.c,$(BUILD)/obj/%.o,$(sort $(wildcard actor-server/*.c)))
+# the actor runtime (actor/): a library of its own, used by actor-server/, its tests and
+# bench/contention
+ACTOR_LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(sort $(wildcard actor/*.c)))
+LIBACTOR   := $(BUILD)/libactor.a
+# what the unit tests and test helpers link: the libraries with ASSERT on (the same ones
+# when the build has them on already)
+ifeq ($(ASSERTS),1)
+CHECK_LIBCOMMON := $(LIBCOMMON)
+CHECK_LIBACTOR  := $(LIBACTOR)
+else
+CHECK_LIBCOMMON := $(BUILD)/assert/libcommon.a
+CHECK_LIBACTOR  := $(BUILD)/assert/libactor.a
+endif
 LOADGEN_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(sort $(wildcard loadgen/*.c)))
-ACTOR_LIB_OBJ := $(filter-out $(BUILD)/obj/actor-server/main.o,$(ACTOR_OBJ))
 LOADGEN_LIB_OBJ := $(filter-out $(BUILD)/obj/loadgen/main.o,$(LOADGEN_OBJ))
 
 BINS := $(BUILD)/async-server
@@ -124,9 +153,19 @@ $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
 
-# the commit --version prints: the servers' (common/options.c) and the load generator's
-$(BUILD)/obj/common/options.o $(BUILD)/obj/loadgen/main.o: CFLAGS += -DBUILD_GIT_COMMIT='"$(GIT_COMMIT)"'
-$(BUILD)/obj/common/options.o $(BUILD)/obj/loadgen/main.o: $(BUILD)/git-commit
+$(BUILD)/assert/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -UNDEBUG $(DEPFLAGS) -c $< -o $@
+
+# the test programs themselves too: ASSERTs inline in headers (actor.h's actor_send,
+# sched.h's sched_local_push) are compiled into them
+$(BUILD)/obj/tests/%.o: CFLAGS += -UNDEBUG
+
+# the commit --version prints: the servers' (common/app/options.c) and the load generator's
+VERSION_OBJ := $(BUILD)/obj/common/app/options.o $(BUILD)/assert/obj/common/app/options.o \
+               $(BUILD)/obj/loadgen/main.o
+$(VERSION_OBJ): CFLAGS += -DBUILD_GIT_COMMIT='"$(GIT_COMMIT)"'
+$(VERSION_OBJ): $(BUILD)/git-commit
 $(BUILD)/git-commit: FORCE
 	@mkdir -p $(dir $@)
 	@echo '$(GIT_COMMIT)' | cmp -s - $@ 2>/dev/null || echo '$(GIT_COMMIT)' > $@
@@ -140,25 +179,37 @@ $(LIBCOMMON): $(COMMON_OBJ) $(LLHTTP_OBJ)
 $(BUILD)/async-server: $(ASYNC_OBJ) $(LIBCOMMON)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
-$(BUILD)/actor-server: $(ACTOR_OBJ) $(LIBCOMMON)
+$(LIBACTOR): $(ACTOR_LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/assert/libcommon.a: $(COMMON_SRC:%.c=$(BUILD)/assert/obj/%.o) $(LLHTTP_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/assert/libactor.a: $(patsubst $(BUILD)/obj/%,$(BUILD)/assert/obj/%,$(ACTOR_LIB_OBJ))
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/actor-server: $(ACTOR_OBJ) $(LIBACTOR) $(LIBCOMMON)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 $(BUILD)/loadgen: $(LOADGEN_OBJ) $(LIBCOMMON)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
-$(BUILD)/tests/test_actor_%: $(BUILD)/obj/tests/test_actor_%.o $(ACTOR_LIB_OBJ) $(LIBCOMMON)
+$(BUILD)/tests/test_actor_%: $(BUILD)/obj/tests/test_actor_%.o $(CHECK_LIBACTOR) $(CHECK_LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ $(TEST_LIBS) $(LDLIBS) -o $@
 
-$(BUILD)/tests/test_loadgen_%: $(BUILD)/obj/tests/test_loadgen_%.o $(LOADGEN_LIB_OBJ) $(LIBCOMMON)
+$(BUILD)/tests/test_loadgen_%: $(BUILD)/obj/tests/test_loadgen_%.o $(LOADGEN_LIB_OBJ) $(CHECK_LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ $(TEST_LIBS) $(LDLIBS) -o $@
 
-$(BUILD)/tests/test_%: $(BUILD)/obj/tests/test_%.o $(LIBCOMMON)
+$(BUILD)/tests/test_%: $(BUILD)/obj/tests/test_%.o $(CHECK_LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ $(TEST_LIBS) $(LDLIBS) -o $@
 
-$(BUILD)/tests/helpers/%: $(BUILD)/obj/tests/helpers/%.o $(LIBCOMMON)
+$(BUILD)/tests/helpers/%: $(BUILD)/obj/tests/helpers/%.o $(CHECK_LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
@@ -189,7 +240,7 @@ check-asan:
 	@BUILD=build-address TEST_SKIP="it_runner it_sweep it_distributed it_report it_servers it_cores it_reruns it_cli test_analysis test_sweep test_verdict test_scaling test_cpuplan test_threads test_rounds test_stationary test_stats test_servers test_verify" tests/run.sh
 
 clean:
-	rm -rf build build-address build-undefined build-thread
+	rm -rf build build-assert build-address build-undefined build-thread
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
@@ -204,7 +255,7 @@ bench-micro: $(BUILD)/bench/micro
 	@BUILD=$(BUILD) bench/micro.sh $(BENCH_ARGS)
 
 # message passing against mutex contention, no sockets (bench/contention.sh)
-$(BUILD)/bench/contention: $(BUILD)/obj/bench/contention.o $(ACTOR_LIB_OBJ) $(LIBCOMMON)
+$(BUILD)/bench/contention: $(BUILD)/obj/bench/contention.o $(LIBACTOR) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
@@ -230,7 +281,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_CC      ?= clang
 FUZZ_BUILD   := build-fuzz
 FUZZ_FLAGS   := -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
-                -fno-sanitize-recover=undefined -fno-omit-frame-pointer -I. -Icommon \
+                -fno-sanitize-recover=undefined -fno-omit-frame-pointer -I. \
                 -I$(LLHTTP_INC) -DLLHTTP_STRICT_MODE=1 $(PKG_CFLAGS)
 # $(1): target, $(2): seconds, $(3): new-input dir, $(4): seed corpus
 FUZZ_RUN     = $(FUZZ_BUILD)/$(1) -max_total_time=$(2) -max_len=16384 \
@@ -238,17 +289,18 @@ FUZZ_RUN     = $(FUZZ_BUILD)/$(1) -max_total_time=$(2) -max_len=16384 \
                 $(FUZZ_BUILD)/$(3) $(4)
 
 .PHONY: fuzz fuzz-ci
-# the request path only: no sockets, so not the connection layer (server.c, conn.c, serve.c)
-FUZZ_SRC     := $(filter-out common/server.c common/conn.c common/serve.c,$(COMMON_SRC))
-# the connection layer: everything but the process skeleton (serve.c)
-FUZZ_CONN_SRC := $(filter-out common/serve.c,$(COMMON_SRC))
+# the request path only: no sockets, so not the connection layer (common/net/) nor the
+# process skeleton (common/app/process.c)
+FUZZ_SRC     := $(filter-out common/net/% common/app/process.c,$(COMMON_SRC))
+# the connection layer: everything but the process skeleton (common/app/process.c)
+FUZZ_CONN_SRC := $(filter-out common/app/process.c,$(COMMON_SRC))
 FUZZ_LLHTTP  := $(LLHTTP_SRC)/llhttp.c $(LLHTTP_SRC)/api.c $(LLHTTP_SRC)/http.c
-$(FUZZ_BUILD)/fuzz_request: tests/fuzz/fuzz_request.c $(FUZZ_SRC) $(wildcard common/*.h)
+$(FUZZ_BUILD)/fuzz_request: tests/fuzz/fuzz_request.c $(FUZZ_SRC) $(wildcard common/*/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_FLAGS) tests/fuzz/fuzz_request.c $(FUZZ_SRC) $(FUZZ_LLHTTP) \
 	    $(PKG_LIBS) -lm -pthread -o $@
 
-$(FUZZ_BUILD)/fuzz_conn: tests/fuzz/fuzz_conn.c $(FUZZ_CONN_SRC) $(wildcard common/*.h)
+$(FUZZ_BUILD)/fuzz_conn: tests/fuzz/fuzz_conn.c $(FUZZ_CONN_SRC) $(wildcard common/*/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_FLAGS) tests/fuzz/fuzz_conn.c $(FUZZ_CONN_SRC) $(FUZZ_LLHTTP) \
 	    $(PKG_LIBS) -lm -pthread -o $@

@@ -350,7 +350,7 @@ parse_args() {
     fi
     export ACTOR_PLACEMENT ACTOR_MESSAGE ACTOR_MAILBOX ACTOR_DRAIN ACTOR_SPIN
     if [[ -n "$GROUP_COMMIT" ]]; then
-        # the servers' --group-commit range (common/options.h OPTIONS_GROUP_COMMIT_MAX)
+        # the servers' --group-commit range (common/app/options.h OPTIONS_GROUP_COMMIT_MAX)
         if ! is_pos_int "$GROUP_COMMIT" || (( 10#$GROUP_COMMIT > 64 )); then
             usage_error "GROUP_COMMIT must be a whole number in 1..64, got '$GROUP_COMMIT'"
         fi

@@ -1,4 +1,4 @@
-/* actor-server: every request is a message. The I/O loops (common/server.c) parse and
+/* actor-server: every request is a message. The I/O loops (common/net/server.c) parse and
  * write; each parsed request travels as a message through actors and comes back to its
  * loop's inbox actor:
  *   /ping, /metrics, 404:  loop -> router -> inbox
@@ -19,10 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "actor.h"
-#include "atomics.h"
-#include "sched.h"
-#include "serve.h"
+#include "actor/actor.h"
+#include "common/base/atomics.h"
+#include "actor/sched.h"
+#include "common/app/process.h"
 
 #define INFLIGHT_MAX 16384 /* per loop; the inbox holds twice that, so it never fills */
 #define INBOX_RING 32768

@@ -5,7 +5,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "serve.h"
+#include "common/app/process.h"
 
 struct async_state {
     pthread_mutex_t store_lock;

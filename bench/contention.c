@@ -23,13 +23,13 @@
 #include <uv.h>
 #include <valgrind/callgrind.h>
 
-#include "actor-server/actor.h"
-#include "actor-server/altq.h"
-#include "actor-server/mailbox.h"
-#include "actor-server/sched.h"
-#include "histogram.h"
-#include "store.h"
-#include "util.h"
+#include "actor/actor.h"
+#include "actor/altq.h"
+#include "actor/mailbox.h"
+#include "actor/sched.h"
+#include "common/base/histogram.h"
+#include "common/store/store.h"
+#include "common/base/util.h"
 
 #define SEED_USERS 10000u
 #define LIST_LIMIT 10u
@@ -506,12 +506,12 @@ static double hop_pingpong(unsigned long iters)
 
 /* ---- the ck_ring MPSC ring the mailbox replaced (issue 16), for --queues ------------ */
 
-/* What actor-server/mailbox.c was before Vyukov's queue: Concurrency Kit's ring, a
+/* What actor/mailbox.c was before Vyukov's queue: Concurrency Kit's ring, a
  * producer reserving a slot with a CAS on the producer head, writing it, then publishing
  * once every earlier reservation is published (spinning 32 polls, then sched_yield, as
  * the production code did). A producer preempted between reserve and publish holds up
  * every later producer of the ring: the convoy --queues measures against the mailbox.
- * It is the server's --mailbox=ring (actor-server/altq.c), used here as it is there. */
+ * It is the server's --mailbox=ring (actor/altq.c), used here as it is there. */
 struct ckq {
     struct altq q;
 };

@@ -11,13 +11,13 @@
 
 #include <valgrind/callgrind.h>
 
-#include "app.h"
-#include "http.h"
-#include "metrics.h"
-#include "middleware.h"
-#include "router.h"
-#include "store.h"
-#include "util.h"
+#include "common/app/app.h"
+#include "common/http/http.h"
+#include "common/http/metrics.h"
+#include "common/app/middleware.h"
+#include "common/app/router.h"
+#include "common/store/store.h"
+#include "common/base/util.h"
 
 #define BEARER "test-token-aaaaaaaaaaaaaaaaaaaa"
 #define SEED_USERS 10000

@@ -10,7 +10,7 @@
 
 #include <string.h>
 
-#include "atomics.h"
+#include "common/base/atomics.h"
 #include "io.h"
 #include "mix.h"
 #include "rng.h"

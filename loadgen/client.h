@@ -18,7 +18,7 @@
 #include "config.h"
 #include "stats.h"
 #include "thread_state.h"
-#include "util.h"
+#include "common/base/util.h"
 
 #define CLIENT_READ_BUF_BYTES 16384
 

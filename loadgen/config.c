@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util.h"
+#include "common/base/util.h"
 
 #define DEFAULT_BEARER "test-token-aaaaaaaaaaaaaaaaaaaa"
 

@@ -13,7 +13,7 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
-#include "atomics.h"
+#include "common/base/atomics.h"
 #include "dispatch.h"
 #include "timebase.h"
 

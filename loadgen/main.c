@@ -20,7 +20,7 @@
 #include <unistd.h>
 #include <uv.h>
 
-#include "atomics.h"
+#include "common/base/atomics.h"
 #include "config.h"
 #include "merge.h"
 #include "mix.h"
@@ -28,11 +28,11 @@
 #include "stats.h"
 #include "timebase.h"
 #include "uring.h"
-#include "util.h"
+#include "common/base/util.h"
 #include "worker.h"
 
 /* The commit loadgen was built from, as the servers' --version gives it (the Makefile
- * passes -DBUILD_GIT_COMMIT="\"<commit>\"" to this file and common/options.c). */
+ * passes -DBUILD_GIT_COMMIT="\"<commit>\"" to this file and common/app/options.c). */
 #ifndef BUILD_GIT_COMMIT
 #define BUILD_GIT_COMMIT ""
 #endif

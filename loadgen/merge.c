@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "histogram.h"
-#include "util.h"
+#include "common/base/histogram.h"
+#include "common/base/util.h"
 
 static const char *const error_keys[STATS_ERR_COUNT] = {"connect", "read",  "write",
                                                         "timeout", "parse", "status"};

@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "rng.h"
-#include "util.h"
+#include "common/base/util.h"
 
 #define MIX_MAX_LINES 64
 #define MIX_MAX_HEADERS 32

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util.h"
+#include "common/base/util.h"
 
 static const char *const error_names[STATS_ERR_COUNT] = {"connect", "read",    "write",
                                                          "timeout", "parse",   "status"};

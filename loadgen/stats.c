@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util.h"
+#include "common/base/util.h"
 
 struct histogram *stats_histogram_new(void)
 {

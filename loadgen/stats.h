@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#include "histogram.h"
+#include "common/base/histogram.h"
 
 #define STATS_LOWEST_US 1
 #define STATS_HIGHEST_US 60000000ull

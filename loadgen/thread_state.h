@@ -17,7 +17,7 @@
 #include "rng.h"
 #include "stats.h"
 #include "uring.h"
-#include "util.h"
+#include "common/base/util.h"
 #include "worker.h"
 
 struct client;

@@ -10,7 +10,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "atomics.h"
+#include "common/base/atomics.h"
 
 static int sys_setup(unsigned entries, struct io_uring_params *p)
 {

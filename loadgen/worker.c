@@ -12,7 +12,7 @@
 #include <sys/prctl.h>
 #include <time.h>
 
-#include "atomics.h"
+#include "common/base/atomics.h"
 #include "client.h"
 #include "dispatch.h"
 #include "io.h"

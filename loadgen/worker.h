@@ -12,7 +12,7 @@
 #include <sys/socket.h>
 
 #include "config.h"
-#include "gate.h"
+#include "common/base/gate.h"
 #include "mix.h"
 #include "stats.h"
 

@@ -43,7 +43,7 @@ RUNGS = [
     ("all", ["--placement=spread", "--message=copy", "--mailbox=mutex", "--drain=1"]),
 ]
 HOPS = {b"/ping": 2, b"/users/1": 6}  # messages per request, SPEC.md
-TICK_S = 0.25  # each loop's tick (common/server.c SWEEP_MS): one message to its logger
+TICK_S = 0.25  # each loop's tick (common/net/server.c SWEEP_MS): one message to its logger
 
 
 def scrape(port):

@@ -505,7 +505,7 @@ def check_error_behind_inflight(tap, sname, path):
     tap.ok(not reports, "%s: no sanitizer reports (error stream)" % label, "\n".join(reports))
 
 
-POOL_KEEP = 1024  # requests a loop's pool keeps (POOL_KEEP in common/request.c)
+POOL_KEEP = 1024  # requests a loop's pool keeps (POOL_KEEP in common/http/request.c)
 
 
 def check_pool_overflow(tap, sname, path):

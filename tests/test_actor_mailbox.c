@@ -19,9 +19,9 @@
 #include <time.h>
 #include <cmocka.h>
 
-#include "actor-server/altq.h"
-#include "actor-server/localq.h"
-#include "actor-server/mailbox.h"
+#include "actor/altq.h"
+#include "actor/localq.h"
+#include "actor/mailbox.h"
 
 #if defined(__SANITIZE_THREAD__)
 #define PER_PRODUCER 50000u

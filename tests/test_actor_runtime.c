@@ -31,9 +31,9 @@
 #include <cmocka.h>
 #include <uv.h>
 
-#include "actor-server/actor.h"
-#include "actor-server/sched.h"
-#include "util.h"
+#include "actor/actor.h"
+#include "actor/sched.h"
+#include "common/base/util.h"
 
 /* Round trips: on an idle VM every ping-pong hop may sleep and wake (a futex or eventfd
  * round trip of 20-60 us), so keep them few enough to finish in seconds; a lost wake-up

@@ -20,9 +20,9 @@
 #include <cmocka.h>
 #include <uv.h>
 
-#include "actor-server/actor.h"
-#include "actor-server/sched.h"
-#include "util.h"
+#include "actor/actor.h"
+#include "actor/sched.h"
+#include "common/base/util.h"
 
 #if defined(__SANITIZE_THREAD__)
 #define PER_LOOP 4000u

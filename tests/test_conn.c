@@ -18,10 +18,10 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "conn.h"
-#include "loop.h"
-#include "server.h"
-#include "util.h"
+#include "common/net/conn.h"
+#include "common/net/loop.h"
+#include "common/net/server.h"
+#include "common/base/util.h"
 
 #define HELD_MAX 64
 #define TURNS 8 /* loop turns per pump: every callback a step can cause has run */

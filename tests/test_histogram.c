@@ -15,9 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "atomics.h"
-#include "histogram.h"
-#include "util.h"
+#include "common/base/atomics.h"
+#include "common/base/histogram.h"
+#include "common/base/util.h"
 
 #define LOWEST_US 1ULL
 #define HIGHEST_US 60000000ULL

@@ -10,8 +10,8 @@
 
 #include <cmocka.h>
 
-#include "host.h"
-#include "util.h"
+#include "common/http/host.h"
+#include "common/base/util.h"
 
 /* Feeds v to the scanner in two pieces at every split point; each must agree. */
 static void expect_split(const char *v, int want)

@@ -13,8 +13,8 @@
 
 #include <cmocka.h>
 
-#include "http.h"
-#include "util.h"
+#include "common/http/http.h"
+#include "common/base/util.h"
 
 #define MAX_REQS 16
 

@@ -11,8 +11,8 @@
 
 #include <cmocka.h>
 
-#include "json.h"
-#include "util.h"
+#include "common/http/json.h"
+#include "common/base/util.h"
 
 #define R_JSON "invalid json"
 #define R_OBJECT "body must be an object"

@@ -16,12 +16,12 @@
 
 #include <cmocka.h>
 
-#include "histogram.h"
+#include "common/base/histogram.h"
 #include "loadgen/merge.h"
 #include "loadgen/report.h"
 #include "loadgen/rng.h"
 #include "loadgen/stats.h"
-#include "util.h"
+#include "common/base/util.h"
 
 #define PARTS 3
 

@@ -17,9 +17,9 @@
 
 #include <cmocka.h>
 
-#include "http.h"
-#include "middleware.h"
-#include "util.h"
+#include "common/http/http.h"
+#include "common/app/middleware.h"
+#include "common/base/util.h"
 
 #define TOKEN "test-token-aaaaaaaaaaaaaaaaaaaa"
 

@@ -1,4 +1,4 @@
-/* test_options: the servers' shared command line (common/options.c): both --opt value and
+/* test_options: the servers' shared command line (common/app/options.c): both --opt value and
  * --opt=value, -h and --version, an empty value refused, ranges checked (group commit
  * 1..64 where batching exists, only 1 elsewhere; the timeouts), and a usage error said
  * in two lines on stderr (what was wrong, then where --help is) instead of the whole
@@ -17,7 +17,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "options.h"
+#include "common/app/options.h"
 
 #define ARGV_MAX 16
 

@@ -1,4 +1,4 @@
-/* test_request: the request's deep copies (common/request.c, the actor server's
+/* test_request: the request's deep copies (common/http/request.c, the actor server's
  * --message=copy): a clone owns buffers and list results of its own (changing it leaves
  * the source alone, and it outlives the source's reuse); copying back into the loop's
  * request writes the clone's contents into that request's own buffers and keeps its
@@ -13,7 +13,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "request.h"
+#include "common/http/request.h"
 
 /* A request as a handler leaves it: a target, a body, a response body, a list result. */
 static struct request *filled(void)

@@ -11,9 +11,9 @@
 
 #include <cmocka.h>
 
-#include "response.h"
-#include "status.h"
-#include "util.h"
+#include "common/http/response.h"
+#include "common/http/status.h"
+#include "common/base/util.h"
 
 /* Renders, checks the Date line's shape and position (third line), removes it and
  * compares the rest. */

@@ -11,9 +11,9 @@
 
 #include <cmocka.h>
 
-#include "http.h"
-#include "router.h"
-#include "util.h"
+#include "common/http/http.h"
+#include "common/app/router.h"
+#include "common/base/util.h"
 
 struct rcase {
     uint8_t method;

@@ -28,9 +28,9 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "atomics.h"
-#include "server.h"
-#include "util.h"
+#include "common/base/atomics.h"
+#include "common/net/server.h"
+#include "common/base/util.h"
 
 #define HELD_MAX 64
 #define WAIT_MS 3000 /* the longest any step may take */

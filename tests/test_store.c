@@ -14,9 +14,9 @@
 #include <cmocka.h>
 #include <sqlite3.h>
 
-#include "store.h"
-#include "store_impl.h"
-#include "util.h"
+#include "common/store/store.h"
+#include "common/store/store_impl.h"
+#include "common/base/util.h"
 
 #define SEED 250
 

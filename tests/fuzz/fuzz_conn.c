@@ -14,9 +14,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "conn.h"
-#include "loop.h"
-#include "server.h"
+#include "common/net/conn.h"
+#include "common/net/loop.h"
+#include "common/net/server.h"
 
 #define MAX_PIPELINE 3 /* small, so the pause-and-resume path runs often */
 #define HELD_MAX 64

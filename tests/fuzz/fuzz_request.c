@@ -13,11 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "app.h"
-#include "http.h"
-#include "metrics.h"
-#include "middleware.h"
-#include "store.h"
+#include "common/app/app.h"
+#include "common/http/http.h"
+#include "common/http/metrics.h"
+#include "common/app/middleware.h"
+#include "common/store/store.h"
 
 #define FUZZ_BEARER "fuzz-token-0123456789"
 #define FUZZ_MAX_PIPELINE 3 /* small, so the pause-and-resume path runs often */

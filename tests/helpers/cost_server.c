@@ -14,7 +14,7 @@
 #include <uv.h>
 
 #include "helper_server.h"
-#include "util.h"
+#include "common/base/util.h"
 
 static const char OK[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
 

@@ -15,7 +15,7 @@
 #include <uv.h>
 
 #include "helper_server.h"
-#include "util.h"
+#include "common/base/util.h"
 
 static const char OK[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
 static const char ERR[] = "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 3\r\n\r\nerr";

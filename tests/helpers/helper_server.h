@@ -15,7 +15,7 @@
 #include <string.h>
 #include <uv.h>
 
-#include "util.h"
+#include "common/base/util.h"
 
 /* One accepted connection: a helper's own client struct starts with it, and the handle's
  * and the parser's data point at that struct. */

@@ -19,7 +19,7 @@
 #include <uv.h>
 
 #include "helper_server.h"
-#include "util.h"
+#include "common/base/util.h"
 
 struct server {
     struct helper_server hs; /* first: the handles' data is the server */
