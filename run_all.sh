@@ -44,7 +44,7 @@ usage: ./run_all.sh [--help] [--version] [--quick | --smoke] [--scenarios=s1,s2]
                     [--pair=CANDIDATE,BASELINE]... [--pairs=FILE] [--servers=a,b,c [--baseline=b]]
                     [--repeats=N] [--seed=N] [--budget=DURATION] [--batch=ID] [--fail-on-verdict] [--calibrate]
                     [--sweep [--rates=R1,R2,...]] [--scaling=N1,N2,...] [--cpu-plan]
-                    [--no-cost] [--ladder]
+                    [--no-cost] [--ladder[=RUNG,...]]
 Runs a comparison batch into results/<batch>/. Which servers run on which scenario, and
 which is compared with which (candidate / baseline, against TARGET_RATIO):
   (default)          runner/default-pairs.toml: actor-mem vs async-mem on s1 s2 s3,
@@ -119,6 +119,8 @@ pairs, more equal-load rounds (-equal2, ...), while the batch fits its --budget
                      definitions under results/<batch>/ladder-servers/, as a league against
                      async-mem on s2 unless --scenarios says otherwise; the ladder table in
                      summary.md, its chart in report.html, index.json's ladder list
+  --ladder=RUNG,...  only those rungs (of default, spread, malloc, copy, ring, mutex, all),
+                     async-mem always the baseline; e.g. --ladder=default,spread (placement)
   --version          print the checkout's commit and the libraries' versions, and exit
 Options take their value as --opt=value or --opt value; an empty value is a usage error.
 Every value, and runner.sh's checks of every planned run (runner.sh --check-only), are
@@ -153,7 +155,7 @@ duration_s() {
     echo "$total"
 }
 
-no_cost=0 ladder=0
+no_cost=0 ladder=0 ladder_rungs=""
 mode=full mode_flag=() fail_on_verdict=0 calibrate=0 opt_repeats="" sweep=0 have_rates=0 opt_rates="" scaling="" cpu_plan=0
 opt_scenarios="" opt_servers="" opt_baseline="" opt_pairs_file="" opt_seed=$SEED opt_budget=$BUDGET
 opt_pairs=()
@@ -173,7 +175,7 @@ while (( $# > 0 )); do
             fi
             # (an empty --rates is the sweep's own message: "the list is empty ...")
             [[ -n "$val" || "$opt" == --rates ]] || usage_error "$opt needs a value, got an empty one" ;;
-        -h|--help|--version|--quick|--smoke|--fail-on-verdict|--sweep|--cpu-plan|--calibrate|--no-cost|--ladder)
+        -h|--help|--version|--quick|--smoke|--fail-on-verdict|--sweep|--cpu-plan|--calibrate|--no-cost)
             (( ! has_val )) || usage_error "$opt takes no value, got '$arg'" ;;
     esac
     case "$opt" in
@@ -198,7 +200,10 @@ while (( $# > 0 )); do
         --cpu-plan) cpu_plan=1 ;;
         --calibrate) calibrate=1 ;;
         --no-cost) no_cost=1 ;;
-        --ladder) ladder=1 ;;
+        --ladder)
+            # --ladder=RUNG,RUNG,...: only those rungs (checked by analysis ladder-defs)
+            (( ! has_val )) || [[ -n "$val" ]] || usage_error "--ladder= needs rungs, got an empty list"
+            ladder=1 ladder_rungs=$val ;;
         *) usage_error "unknown argument '$arg'" ;;
     esac
 done
@@ -289,7 +294,7 @@ if (( ladder )); then
     # (into a temporary folder until the batch folder exists: a usage error creates nothing)
     ladder_tmp=$(mktemp -d "${TMPDIR:-/tmp}/ladder.XXXXXX")
     trap 'rm -rf "$ladder_tmp"' EXIT
-    opt_servers=$(analysis ladder-defs "$ladder_tmp" 2>&1) || usage_error "--ladder: ${opt_servers#analysis ladder-defs: }"
+    opt_servers=$(analysis ladder-defs "$ladder_tmp" ${ladder_rungs:+"$ladder_rungs"} 2>&1) || usage_error "--ladder: ${opt_servers#analysis ladder-defs: }"
     user_defs=${SERVER_DEFS:-}
     export SERVER_DEFS="$ladder_tmp${user_defs:+:$user_defs}"
     opt_baseline=async-mem have_servers=1 have_baseline=1

@@ -182,6 +182,27 @@ class Ladder(unittest.TestCase):
         # the other env_args stay; the ladder's own are fixed by the rung
         self.assertEqual(sorted(gen["actor-mem-copy"].env_args), ["ACTOR_WORKERS"])
 
+    def test_chosen_rungs_only(self):
+        # --ladder=default,spread: async-mem and exactly those two definitions, in the ladder's order
+        defs = self.base('ACTOR_PLACEMENT = ["--placement={value}"]\nACTOR_MESSAGE = ["--message={value}"]\n'
+                         'ACTOR_MAILBOX = ["--mailbox={value}"]\n')
+        names = ladder.generate(self.out, defs, rungs="spread,default")
+        self.assertEqual(names, ["async-mem", "actor-mem-default", "actor-mem-spread"])
+        self.assertEqual(sorted(os.listdir(self.out)), ["actor-mem-default.toml", "actor-mem-spread.toml", "ladder.json"])
+        with open(os.path.join(self.out, "ladder.json"), encoding="utf-8") as fh:
+            self.assertEqual([r["rung"] for r in json.load(fh)["rungs"]], ["default", "spread"])
+        self.assertEqual(servers.load_all(server_defs=self.out)["actor-mem-spread"].command[-1], "--placement=spread")
+
+    def test_unknown_rung_refused_creating_nothing(self):
+        defs = self.base('ACTOR_PLACEMENT = ["--placement={value}"]\nACTOR_MESSAGE = ["--message={value}"]\n'
+                         'ACTOR_MAILBOX = ["--mailbox={value}"]\n')
+        with self.assertRaises(ValueError) as e:
+            ladder.generate(self.out, defs, rungs="default,fast")
+        self.assertEqual(str(e.exception), "unknown rung(s) fast: the rungs are default, spread, malloc, copy, "
+                         "ring, mutex, all")
+        self.assertFalse(os.path.exists(self.out))
+        self.assertEqual(ladder.select(""), ladder.RUNGS)   # plain --ladder: every rung
+
     def test_refused_without_the_flags(self):
         defs = self.base('ACTOR_WORKERS = ["--workers", "{value}"]\n')
         with self.assertRaises(servers.DefinitionError) as e:

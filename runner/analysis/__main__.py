@@ -22,8 +22,9 @@ USAGE = """usage: python3 -m analysis COMMAND ARGS   (with runner/ on PYTHONPATH
                                  strace, /proc and /metrics; writes BATCH_DIR/cost.json
   cost-one NAME SCENARIO [THREADS [CONNECTIONS DEPTH [MODE]]]
                                  one row of the cost account, as JSON on stdout
-  ladder-defs DIR                write the ladder's server definitions (ladder.py: one per rung,
-                                 from servers/actor-mem.toml) and DIR/ladder.json; prints the
+  ladder-defs DIR [RUNGS]        write the ladder's server definitions (ladder.py: one per rung,
+                                 or per rung of the comma-separated RUNGS, from
+                                 servers/actor-mem.toml) and DIR/ladder.json; prints the
                                  batch's servers, comma-separated, the baseline first
   report BATCH_DIR WORK OUT      render report.html (runner/report.sh is the wrapper)
   render BATCH_DIR WORK [--out=DIR] [--html=FILE] [--rejudge]
@@ -357,11 +358,11 @@ def main(argv):
                           file=sys.stderr)
                     return 2
             summary.write(args[0], target)
-        elif cmd == "ladder-defs" and len(args) == 1:
+        elif cmd == "ladder-defs" and len(args) in (1, 2):
             from . import ladder, servers
             try:
-                print(",".join(ladder.generate(args[0])))
-            except servers.DefinitionError as e:
+                print(",".join(ladder.generate(args[0], rungs=args[1] if len(args) == 2 else None)))
+            except (servers.DefinitionError, ValueError) as e:
                 print(f"analysis ladder-defs: {e}", file=sys.stderr)
                 return 2
         elif cmd == "cost-estimate" and len(args) == 2:

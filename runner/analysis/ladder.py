@@ -40,10 +40,28 @@ def _toml_str(s):
     return json.dumps(s)   # a JSON string of printable text is a TOML basic string
 
 
-def generate(out_dir, defs=None):
-    """Writes OUT_DIR/actor-mem-RUNG.toml for every rung and OUT_DIR/ladder.json; returns the
-    server names of the batch, the baseline first. Raises servers.DefinitionError when the
-    base definition lacks the env_args of a flag (an actor server without the ladder's flags)."""
+def select(names=None):
+    """The RUNGS named in NAMES (a list, or a comma-separated string), in the ladder's order;
+    every rung when NAMES is None or empty. Raises ValueError naming the known rungs when a
+    name is not one of them."""
+    if isinstance(names, str):
+        names = [n.strip() for n in names.split(",") if n.strip()]
+    if not names:
+        return RUNGS
+    known = [r for r, _ in RUNGS]
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ValueError(f"unknown rung(s) {', '.join(unknown)}: the rungs are {', '.join(known)}")
+    return tuple(r for r in RUNGS if r[0] in names)
+
+
+def generate(out_dir, defs=None, rungs=None):
+    """Writes OUT_DIR/actor-mem-RUNG.toml for every rung (or only those RUNGS names, see
+    select()) and OUT_DIR/ladder.json; returns the server names of the batch, the baseline
+    first. Raises ValueError (before writing anything) for an unknown rung, and
+    servers.DefinitionError when the base definition lacks the env_args of a flag (an actor
+    server without the ladder's flags)."""
+    chosen = select(rungs)
     defs = servers.load_all() if defs is None else defs
     base = servers.get(defs, BASE)
     missing = [v for v in VARIABLES.values() if v not in base.env_args]
@@ -52,7 +70,7 @@ def generate(out_dir, defs=None):
                                       "server has no ladder flags (--placement, --message, --mailbox)")
     os.makedirs(out_dir, exist_ok=True)
     rows = []
-    for rung, changes in RUNGS:
+    for rung, changes in chosen:
         cmd = list(base.command)
         for key, value in changes.items():
             cmd += [a.replace("{value}", value) for a in base.env_args[VARIABLES[key]]]
