@@ -70,6 +70,13 @@ class TestEstimate(unittest.TestCase):
         self.assertEqual(e["plateau"], 3 * 3)
         self.assertEqual(e["total"], e["matrix"] + e["plateau"] + 20)
 
+    def test_ladder_part_per_server_for_the_smoke_tier(self):
+        env = {"CAMPAIGN_RUN_OVERHEAD_S": "4", "CAMPAIGN_PLATEAU_SHARE": "0.25"}
+        # 15 s fixed, then per server: a probe 1+2 and sustain 1+2, a second-round probe, 4 s
+        # each on top, and a plateau probe (a quarter of 2 probes, rounded up): 20 s a server
+        self.assertEqual(campaign.estimate(campaign.SMOKE, 0, env, ladder=True, ladder_servers=3)["ladder"], 15 + 3 * 20)
+        self.assertEqual(campaign.estimate(campaign.SMOKE, 0, env, ladder=True)["ladder"], 15 + 9 * 20)
+
     def test_more_counts_cost_more(self):
         env = {}
         t = campaign.TIERS[0]
@@ -104,6 +111,26 @@ class TestPlan(unittest.TestCase):
         self.assertIn("needs 8 or more", str(cm.exception))
         p = campaign.plan(opts("--min-cpus=1", "--smoke"), env_of("vm2", "0,1"), ROOT)
         self.assertEqual((p["counts"], p["tier"]["name"]), ([1], "smoke"))
+
+    def test_placement_rungs_planned_at_7m_left_out_at_9m(self):
+        # run_all.sh takes --ladder=RUNG,...: the second batch is the placement rungs alone (3
+        # servers). At the default 7 minutes the minimal tier leaves room for them (403 s of 420
+        # with the cost account at 10 s a row); at 9 minutes the longer 'short' tier is taken
+        # (494 s) and the rungs (102 s more: 596 s) would pass it, so they are left out, said.
+        env = env_of("arm64", "0-15", CAMPAIGN_COST_S="10")
+        self.assertTrue(campaign.run_all_features(ROOT)["ladder_rungs"])
+        p7 = campaign.plan(opts(), env, ROOT)
+        self.assertEqual((p7["tier"]["name"], p7["ladder"], p7["ladder_opt"]), ("minimal", True, "--ladder=default,spread"))
+        self.assertEqual((p7["estimate"]["ladder"], p7["estimate"]["total"]), (63, 403))
+        self.assertIn("campaign: cost account: yes; the ladder (--ladder=default,spread) at 6 CPUs: yes", campaign.plan_text(p7))
+        p9 = campaign.plan(opts("--target=9m"), env, ROOT)
+        self.assertEqual((p9["tier"]["name"], p9["ladder"], p9["estimate"]["total"]), ("short", False, 494))
+        self.assertIn("the ladder (--ladder=default,spread: 3 servers on s2 at 6 server CPUs: over the target)", p9["left"])
+        self.assertEqual(campaign.estimate(p9["tier"], 3, env, cost=True, ladder=True, ladder_servers=3)["ladder"], 102)
+
+    def test_whole_ladder_where_run_all_takes_no_rungs(self):
+        self.assertEqual(campaign.ladder_batch({"ladder": True, "ladder_rungs": False}), ("--ladder", 9))
+        self.assertEqual(campaign.ladder_batch({"ladder": True, "ladder_rungs": True}), ("--ladder=default,spread", 3))
 
     def test_features_absent_are_said_and_no_flag_is_passed(self):
         p = campaign.plan(opts(), env_of("arm64", "0-15"), ROOT)

@@ -4,7 +4,7 @@ answers the many-core question: actor-mem against async-mem on s1-s3 at the CPU 
 server size (the matrix: probes, sustain, equal load, the verdict) and one closed-loop probe of
 both at 1, 2 and 4 server CPUs (run_all.sh --scaling), the load generator on cores of its own;
 then, where run_all.sh has them and the budget is left, more counts, the actor server's
-placement rungs at the largest count (--ladder) and the cost account (--no-cost when it does
+placement rungs at the largest count (--ladder=default,spread) and the cost account (--no-cost when it does
 not fit). Durations are chosen so that the planned work fits the target: the estimate is
 printed first, and its model is run_all.sh's (windows + a per-run overhead) with an allowance
 for plateau probes. Writes at most 8 files under OUT and prints the headline last.
@@ -35,8 +35,9 @@ then runs actor-mem against async-mem on s1-s3 at the plan's largest server size
 verdict's matrix) and a closed-loop probe of both at 1, 2 and 4 server CPUs with the load
 generator on cores of its own (run_all.sh --scaling), durations chosen to fit the budget
 (the estimate is printed first); then, while the target allows, more counts (8, 16, ...
-below the largest), the cost account and the ladder (at the largest count), where
-run_all.sh has them (read from its --help). Writes at most 8 files under OUT:
+below the largest), the cost account and the ladder's placement rungs (at the largest
+count: run_all.sh --ladder=default,spread on s2, a second batch), where run_all.sh has them
+(read from its --help). Writes at most 8 files under OUT:
 summary.md, index.json, report.html, runs.tar.gz (the run folders), campaign.log, plan.txt
 (and ladder-summary.md, ladder-index.json), and prints the headline last.
   --dry-run          print the topology, the plan, the durations and the estimate; run nothing
@@ -67,9 +68,11 @@ FINAL_S = 10        # run_all.sh's summary and report (its FINAL_S)
 PACK_S = 5          # the campaign's own end: the tarball and the copies
 END_S = 30          # what a batch ended at the budget needs: summary, report and the packing
 START_S = 5         # run_all.sh's checks before the first run (runner.sh --check-only per run)
-# run_all.sh --ladder's servers: async-mem and the actor server at each of its 8 rungs (its
-# --help; the placement rungs cannot be run alone), each once a round on s2
+# run_all.sh --ladder's servers: async-mem and the actor server at each of its 7 rungs, each
+# once a round on s2; where run_all.sh takes --ladder=RUNG,... (its --help), only the placement
+# rungs: async-mem, actor-mem-default and actor-mem-spread
 LADDER_SERVERS = 9
+PLACEMENT_RUNGS = ("default", "spread")
 # Duration tiers, longest first: probe warm-up + measured, sustain warm-up + measured,
 # equal-load warm-up + measured (s), rounds, equal load on. The first whose required work fits
 # the target is taken (SPEC.md sections 5 and 9 describe each window).
@@ -139,13 +142,22 @@ def parse_args(argv):
 
 def run_all_features(root):
     """What this checkout's run_all.sh offers beyond --scaling, read from its --help: 'cost'
-    (a cost account stage, skipped with --no-cost) and 'ladder' (--ladder)."""
+    (a cost account stage, skipped with --no-cost), 'ladder' (--ladder) and 'ladder_rungs'
+    (--ladder=RUNG,...: some rungs alone)."""
     try:
         text = subprocess.run([os.path.join(root, "run_all.sh"), "--help"], capture_output=True,
                               text=True, timeout=30, check=False).stdout
     except (OSError, subprocess.SubprocessError):
         text = ""
-    return {"cost": "--no-cost" in text, "ladder": "--ladder" in text}
+    return {"cost": "--no-cost" in text, "ladder": "--ladder" in text, "ladder_rungs": "--ladder=RUNG" in text}
+
+
+def ladder_batch(feats):
+    """(run_all.sh's ladder option, its servers): the placement rungs alone where run_all.sh
+    takes --ladder=RUNG,..., else the whole ladder (--ladder, LADDER_SERVERS)."""
+    if feats.get("ladder_rungs"):
+        return "--ladder=" + ",".join(PLACEMENT_RUNGS), 1 + len(PLACEMENT_RUNGS)
+    return "--ladder", LADDER_SERVERS
 
 
 def counts_plan(topo, smt, wanted=None):
@@ -179,12 +191,13 @@ def cost_estimate_s(env, tier):
         return rows * 25.0
 
 
-def estimate(tier, n_scaling_counts, env, cost=False, ladder=False):
+def estimate(tier, n_scaling_counts, env, cost=False, ladder=False, ladder_servers=LADDER_SERVERS):
     """Seconds the work takes under TIER: run_all.sh's model (each run its windows and a
     per-run overhead; SPEC.md section 9) for the matrix (SERVERS x SCENARIOS: the first round's
     probe and sustain, the other rounds' probes, the equal-load runs) and N_SCALING_COUNTS x 6
     scaling probes, a share of plateau probes, the summary and report; with COST the cost
-    account per server and scenario; with LADDER a second batch of the placement rungs on s2.
+    account per server and scenario; with LADDER a second batch of LADDER_SERVERS servers on s2
+    (the placement rungs: 3; the whole ladder: 9).
     Returns a dict of the parts and 'total'."""
     oh = float(env.get("CAMPAIGN_RUN_OVERHEAD_S", 4))
     plateau_share = float(env.get("CAMPAIGN_PLATEAU_SHARE", 0.25))
@@ -201,7 +214,7 @@ def estimate(tier, n_scaling_counts, env, cost=False, ladder=False):
         "plateau": math.ceil(plateau_share * probes) * win_probe,
         "fixed": START_S + FINAL_S + PACK_S,
         "cost": cost_s if cost else 0,
-        "ladder": (START_S + FINAL_S + LADDER_SERVERS * ((win_sat + oh) + (tier["repeats"] - 1) * (win_probe + oh)
+        "ladder": (START_S + FINAL_S + ladder_servers * ((win_sat + oh) + (tier["repeats"] - 1) * (win_probe + oh)
                                                         + math.ceil(plateau_share * tier["repeats"]) * win_probe))
         if ladder else 0,
     }
@@ -260,6 +273,7 @@ def plan(opts, env, root):
             left.append(f"{n} server CPUs (over the target)")
     n_sc = len([c for c in counts if c != largest])
     ladder = cost = False
+    lad_opt, n_lad = ladder_batch(feats)
     if not feats["cost"]:
         left.append("the cost account: this run_all.sh has none (not measured)")
     elif not opts["cost"]:
@@ -272,11 +286,11 @@ def plan(opts, env, root):
         left.append("the ladder: this run_all.sh has no --ladder")
     elif not opts["ladder"]:
         left.append("the ladder: --no-ladder")
-    elif estimate(tier, n_sc, env, cost=cost, ladder=True)["total"] <= opts["target"]:
+    elif estimate(tier, n_sc, env, cost=cost, ladder=True, ladder_servers=n_lad)["total"] <= opts["target"]:
         ladder = True
     else:
-        left.append(f"the ladder ({LADDER_SERVERS} servers on s2 at {largest} server CPUs: over the target)")
-    est = estimate(tier, n_sc, env, cost=cost, ladder=ladder)
+        left.append(f"the ladder ({lad_opt}: {n_lad} servers on s2 at {largest} server CPUs: over the target)")
+    est = estimate(tier, n_sc, env, cost=cost, ladder=ladder, ladder_servers=n_lad)
     counts = sorted(counts)
     batch_env = {"PROBE_WARMUP_SEC": tier["pwarm"], "PROBE_SEC": tier["probe"], "WARMUP_SEC": tier["warm"],
                  "MEASURE_SEC": tier["meas"], "EQUAL_WARMUP_SEC": tier["eqwarm"], "EQUAL_MEASURE_SEC": tier["eqmeas"],
@@ -289,7 +303,7 @@ def plan(opts, env, root):
         main_args.append("--no-cost")
     return {"topology": topo.describe(), "topology_notes": topo.notes, "smt": smt,
             "cpus": len(topo.mask), "largest": largest, "counts": counts, "skipped": skipped,
-            "tier": tier, "features": feats, "cost": cost, "ladder": ladder, "left": left,
+            "tier": tier, "features": feats, "cost": cost, "ladder": ladder, "ladder_opt": lad_opt, "left": left,
             "estimate": est, "budget_s": opts["budget"], "target_s": opts["target"],
             "batch_env": batch_env, "main_args": main_args}
 
@@ -308,7 +322,7 @@ def plan_text(p):
         lines.append(f"campaign: {n} server CPUs skipped: {why}")
     lines.append(f"campaign: durations ({t['name']}): probe {t['pwarm']}+{t['probe']} s, sustain "
                  f"{t['warm']}+{t['meas']} s, equal load {t['eqwarm']}+{t['eqmeas']} s")
-    lines.append(f"campaign: cost account: {'yes' if p['cost'] else 'no'}; the ladder at "
+    lines.append(f"campaign: cost account: {'yes' if p['cost'] else 'no'}; the ladder ({p['ladder_opt']}) at "
                  f"{p['largest']} CPUs: {'yes' if p['ladder'] else 'no'}")
     for what in p["left"]:
         lines.append(f"campaign: left out: {what}")
@@ -414,7 +428,7 @@ def run(opts, env, root):
             if need <= left:
                 srv, lg = _largest_plan(env, p["largest"])
                 lenv = dict(benv, SERVER_CPUS=srv, LOADGEN_CPUS=lg)
-                lrc = r.run_all(["--smoke" if opts["smoke"] else "--quick", "--ladder", "--scenarios=s2",
+                lrc = r.run_all(["--smoke" if opts["smoke"] else "--quick", p["ladder_opt"], "--scenarios=s2",
                                  f"--repeats={p['tier']['repeats']}", f"--batch={main_batch}-ladder",
                                  f"--budget={max(1, int(left))}"] + (["--no-cost"] if p["features"]["cost"] else []), lenv)
                 batches.append(f"{main_batch}-ladder")
