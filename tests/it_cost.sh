@@ -96,4 +96,9 @@ ok "--ladder with a bad value: nothing created" bash -c '[[ ! -e "$1" ]]' _ "$TM
 rc=0
 "$ROOT/run_all.sh" --smoke --ladder --servers=async-mem >/dev/null 2>"$TMP/err4" || rc=$?
 is "--ladder refuses --servers (it chooses its own): exit 2" "$rc" 2
+rc=0
+RESULTS_DIR="$TMP/refused" "$ROOT/run_all.sh" --smoke --ladder=default,fast >/dev/null 2>"$TMP/err5" || rc=$?
+is "--ladder=default,fast (an unknown rung): exit 2" "$rc" 2
+ok "--ladder=default,fast: names the known rungs" grep -q "unknown rung(s) fast: the rungs are default, spread," "$TMP/err5"
+ok "--ladder=default,fast: nothing created" bash -c '[[ ! -e "$1" ]]' _ "$TMP/refused"
 tap_finish
