@@ -463,6 +463,8 @@ cleanup() {
         fact_str .timestamps.end "$(now_iso)" || true
         build_result
         log_info "FAILED: $why"
+        # the one result line on stdout, as fail() and a completed run give it
+        echo "${server:-?} ${scenario:-?}: FAILED: $why"
     fi
     # the edge sampler's sleep first (its parent is our own background job)
     if [[ -n "$BG_PID" ]]; then pkill -TERM -P "$BG_PID" 2>/dev/null || true; fi
