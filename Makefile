@@ -237,7 +237,7 @@ check-bundle:
 
 check-asan:
 	@$(MAKE) --no-print-directory SANITIZER=address all
-	@BUILD=build-address TEST_SKIP="it_runner it_sweep it_distributed it_report it_servers it_cores it_reruns it_cli test_analysis test_sweep test_verdict test_scaling test_cpuplan test_threads test_rounds test_stationary test_stats test_servers test_verify" tests/run.sh
+	@BUILD=build-address TEST_SKIP="it_runner it_sweep it_distributed it_report it_servers it_cores it_reruns it_cli test_analysis test_sweep test_verdict test_scaling test_cpuplan test_threads test_rounds test_stationary test_stats test_servers test_verify it_calibrate it_campaign it_cost it_render it_peers it_running it_testrun test_atomic test_calibration test_campaign test_cost test_includes test_make_deps test_private_dir test_promtext test_ran" tests/run.sh
 
 clean:
 	rm -rf build build-assert build-address build-undefined build-thread
