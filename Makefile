@@ -227,14 +227,15 @@ check-tsan:
 	@BUILD=build-thread TEST_FILTER=it_counters tests/run.sh --it-only
 	@BUILD=build-thread TEST_FILTER=it_contract_t4 tests/run.sh --it-only
 
-# ASan+UBSan: the C unit tests, the server suites and the load generator's (the runner, sweep,
-# distributed, report, servers, cores, re-run and command-line suites and the Python tests
-# measure speed-shaped behaviour or only the Python analysis, and are left to the normal build).
 # The bundle on a bare Debian 12 root cut off from the network (tests/check_bundle.sh, TAP;
 # root and debootstrap, minutes): apart from `make test` to keep the suite's time, run by CI.
 check-bundle:
 	@tests/check_bundle.sh
 
+# ASan+UBSan: the C unit tests, the server suites and the load generator's (the runner, sweep,
+# distributed, report, servers, cores, re-run, command-line, cost, calibration, campaign,
+# render, peers and harness suites and the Python tests
+# measure speed-shaped behaviour or only the Python analysis, and are left to the normal build).
 check-asan:
 	@$(MAKE) --no-print-directory SANITIZER=address all
 	@BUILD=build-address TEST_SKIP="it_runner it_sweep it_distributed it_report it_servers it_cores it_reruns it_cli test_analysis test_sweep test_verdict test_scaling test_cpuplan test_threads test_rounds test_stationary test_stats test_servers test_verify it_calibrate it_campaign it_cost it_render it_peers it_running it_testrun test_atomic test_calibration test_campaign test_cost test_includes test_make_deps test_private_dir test_promtext test_ran" tests/run.sh
